@@ -1,0 +1,62 @@
+#pragma once
+/// Atomic output: data goes to a temporary file in the destination's folder and is renamed onto
+/// the destination only by commit(). A run that fails or is interrupted leaves the destination as
+/// it was (absent or the user's old file) and removes the temporary file.
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace lgreco {
+
+/// What to do when the destination already exists.
+enum class Overwrite { kRefuse, kAllow };
+
+/// A destination path with its temporary sibling; usable by stream writers and by libraries that
+/// open paths themselves (HDF5): write to temp_path(), then commit().
+class AtomicPath {
+ public:
+  /// Throws ConfigError if `dest` exists and policy is kRefuse, or if its folder does not exist.
+  AtomicPath(std::filesystem::path dest, Overwrite policy);
+  AtomicPath(const AtomicPath&) = delete;
+  AtomicPath& operator=(const AtomicPath&) = delete;
+  AtomicPath(AtomicPath&& other) noexcept;
+  AtomicPath& operator=(AtomicPath&&) = delete;
+  /// Removes the temporary file unless committed.
+  ~AtomicPath();
+
+  /// Where to write.
+  const std::filesystem::path& temp_path() const { return temp_; }
+  /// The final destination.
+  const std::filesystem::path& dest() const { return dest_; }
+  /// Renames the temporary file onto the destination (atomic on one file system).
+  void commit();
+  /// Removes the temporary file now.
+  void discard() noexcept;
+
+ private:
+  std::filesystem::path dest_;
+  std::filesystem::path temp_;
+  bool active_ = true;
+};
+
+/// Text/binary stream output through an AtomicPath.
+class AtomicFile {
+ public:
+  AtomicFile(std::filesystem::path dest, Overwrite policy, bool binary = false);
+  /// The stream to write to.
+  std::ostream& stream() { return out_; }
+  /// Flushes, checks the stream, closes and renames. Throws Error when writing failed (disk full).
+  void commit();
+
+ private:
+  AtomicPath path_;
+  std::ofstream out_;
+};
+
+/// Writes `content` to `dest` atomically.
+void write_file_atomic(const std::filesystem::path& dest, const std::string& content, Overwrite policy);
+
+/// Throws ConfigError when `dest` exists and policy is kRefuse (checked before long work starts).
+void check_writable_destination(const std::filesystem::path& dest, Overwrite policy);
+
+}  // namespace lgreco

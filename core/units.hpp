@@ -1,0 +1,39 @@
+#pragma once
+/// Units: parsing of human-written quantities into SI (bytes, seconds, bytes/second) and formatting.
+///
+/// Accepted forms (whitespace between number and unit allowed, case of the unit as written below):
+/// - sizes:      "4096", "4096B", "64KiB"/"64MiB"/"1GiB"/"2TiB" (binary), "64kB"/"64KB"/"64MB"/"1GB"/
+///               "2TB" (decimal), and nccl-tests' bare "32K"/"16M"/"16G"/"1T" (binary, as
+///               `all_reduce_perf -b 32K` means 32768 bytes). Results must be whole bytes.
+/// - durations:  "1.5us", "1.5µs", "10ns", "3ms", "2s", "2" (seconds).
+/// - bandwidths: "25Gbps", "25Gb/s", "25Gbit/s" (bits: ÷8), "12GBps", "12GB/s" (bytes), with prefixes
+///               k/K, M, G, T (decimal, as link rates are quoted), "1e9" (bytes/second).
+/// Errors throw ConfigError naming the text and the accepted forms.
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace lgreco::units {
+
+/// Parses a size in bytes; throws ConfigError for negative, fractional-byte or unknown units.
+std::uint64_t parse_bytes(std::string_view text);
+/// Parses a duration into seconds (>= 0).
+double parse_seconds(std::string_view text);
+/// Parses a bandwidth into bytes per second (> 0).
+double parse_bandwidth_Bps(std::string_view text);
+
+/// "64 MiB", "1.50 GiB", "512 B": binary units, three significant digits.
+std::string format_bytes(double bytes);
+/// "1.50 us", "12.3 ms", "2.00 s".
+std::string format_seconds(double seconds);
+/// "25 Gb/s" style, from bytes/second.
+std::string format_bandwidth(double bytes_per_s);
+
+/// Conversions used in JSON keys that carry their unit.
+constexpr double kBitsPerByte = 8.0;
+constexpr double gbps_to_Bps(double gbps) { return gbps * 1e9 / kBitsPerByte; }
+constexpr double Bps_to_gbps(double bps) { return bps * kBitsPerByte / 1e9; }
+constexpr double us_to_s(double us) { return us * 1e-6; }
+constexpr double s_to_us(double s) { return s * 1e6; }
+
+}  // namespace lgreco::units

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs the Debian packages lgreco needs, skipping those already present.
+# Idempotent: a second run installs nothing and exits 0 quickly.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config git
+  libhdf5-dev nlohmann-json3-dev libboost-graph-dev libfmt-dev
+  catch2 libbenchmark-dev libeigen3-dev
+  python3 python3-numpy python3-h5py python3-torch python3-matplotlib
+  python3-pytest python3-jsonschema
+  jupyter-nbconvert python3-ipykernel python3-nbformat
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "install-deps: need root or sudo to install: ${missing[*]}" >&2; exit 1; }
+  sudo="sudo"
+fi
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+echo "install-deps: done"

@@ -1,0 +1,69 @@
+#pragma once
+/// The step timeline of one data-parallel training step (PyTorch DDP semantics).
+///
+/// Model (reference-network.md, "PyTorch DDP, what a timeline must mirror"):
+/// - backward runs layer by layer in backward order on the compute stream; layer l's gradient is
+///   ready at forward_s + Σ_{j ≤ l in backward order} backward_s[j];
+/// - a bucket is ready when its last layer is ready; its compression kernels then run on the
+///   compute stream (they delay later compute and later buckets' readiness);
+/// - collectives run one after another, in bucket order, on one communication stream:
+///   start_b = max(ready_b, end_{b−1}); end_b = start_b + comm_b;
+/// - a bucket's communication: round 0 allreduce of Σ allreduce_bytes[0] of its layers (uncompressed,
+///   fp16/bf16 and PowerSGD's P, fused as the hook fuses them), round 1 allreduce of
+///   Σ allreduce_bytes[1] (PowerSGD's Q) when non-zero, and one allgather of Σ allgather_bytes when
+///   non-zero; then decompression (charged on the communication stream's critical path);
+/// - the step ends when the last collective has finished (and its decompression) and the optimizer ran:
+///   step_s = max(compute_end, comm_end) + optimizer_s.
+#include <array>
+#include <vector>
+
+namespace lgreco::sim {
+
+/// Collective operations a compressed payload needs.
+enum class Collective { kAllreduce, kAllgather };
+
+/// One layer's communication and kernel work in one step. Bytes are per rank (what one worker sends).
+struct LayerComm {
+  std::array<double, 2> allreduce_bytes{0, 0};  ///< round 0 and round 1 allreduce payload
+  double allgather_bytes = 0;                   ///< allgather payload (sparse / quantised methods)
+  double compress_s = 0;                        ///< compression kernel time (compute stream)
+  double decompress_s = 0;                      ///< decompression time after the collective
+};
+
+/// Cost of one collective on the network; implemented by network_models (presets or calibrated
+/// fits) and by simple closed forms in tests.
+class CollectiveCost {
+ public:
+  virtual ~CollectiveCost() = default;
+  /// Seconds for one collective in which every rank contributes `bytes_per_rank` (0 → 0 s).
+  virtual double time_s(Collective c, double bytes_per_rank) const = 0;
+};
+
+/// The fixed part of a step: compute times and the bucket plan.
+struct StepModel {
+  double forward_s = 0;                        ///< forward pass before backward starts
+  std::vector<double> backward_s;              ///< per layer, indexed by layer id
+  std::vector<int> backward_order;             ///< layer ids in the order their gradients become ready
+  std::vector<std::vector<int>> buckets;       ///< layer ids per bucket, in communication order
+  double optimizer_s = 0;                      ///< optimizer step after the last collective
+};
+
+/// When a bucket's communication ran.
+struct BucketTiming {
+  int bucket = 0;
+  double ready_s = 0, start_s = 0, end_s = 0, comm_s = 0;
+};
+
+/// Result of simulating one step.
+struct StepResult {
+  double step_s = 0;          ///< whole step
+  double compute_s = 0;       ///< forward + backward + compression kernels (compute stream busy time)
+  double exposed_comm_s = 0;  ///< step_s − compute_s − optimizer_s: communication not hidden by compute
+  std::vector<BucketTiming> buckets;
+};
+
+/// Simulates one step. `comm` has one entry per layer id. Throws InputError on inconsistent input
+/// (a layer in no bucket or two, negative times, sizes that do not match).
+StepResult simulate_step(const StepModel& model, const std::vector<LayerComm>& comm, const CollectiveCost& cost);
+
+}  // namespace lgreco::sim

@@ -1,0 +1,82 @@
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "core/atomic_file.hpp"
+#include "core/error.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+fs::path fresh_dir(const std::string& name) {
+  fs::path d = fs::temp_directory_path() / ("lgreco_test_" + name + "_" + std::to_string(::getpid()));
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+std::size_t count_files(const fs::path& d) {
+  std::size_t n = 0;
+  for ([[maybe_unused]] auto& e : fs::directory_iterator(d)) ++n;
+  return n;
+}
+}  // namespace
+
+TEST_CASE("committed output appears only at commit, with no temporary left") {
+  const auto d = fresh_dir("atomic1");
+  const auto dest = d / "out.json";
+  {
+    lgreco::AtomicFile f(dest, lgreco::Overwrite::kRefuse);
+    f.stream() << "hello";
+    CHECK_FALSE(fs::exists(dest));
+    f.commit();
+  }
+  CHECK(slurp(dest) == "hello");
+  CHECK(count_files(d) == 1);
+  fs::remove_all(d);
+}
+
+TEST_CASE("an abandoned output leaves neither the file nor a temporary") {
+  const auto d = fresh_dir("atomic2");
+  const auto dest = d / "out.json";
+  try {
+    lgreco::AtomicFile f(dest, lgreco::Overwrite::kRefuse);
+    f.stream() << "partial";
+    throw std::runtime_error("simulated failure");
+  } catch (const std::runtime_error&) {
+  }
+  CHECK_FALSE(fs::exists(dest));
+  CHECK(count_files(d) == 0);
+  fs::remove_all(d);
+}
+
+TEST_CASE("an existing file is kept unless overwriting is allowed") {
+  const auto d = fresh_dir("atomic3");
+  const auto dest = d / "keep.txt";
+  lgreco::write_file_atomic(dest, "user data", lgreco::Overwrite::kRefuse);
+  CHECK_THROWS_WITH(lgreco::write_file_atomic(dest, "new", lgreco::Overwrite::kRefuse),
+                    Catch::Contains("keep.txt") && Catch::Contains("--force"));
+  CHECK(slurp(dest) == "user data");
+  // A failed run with overwriting allowed still leaves the old content.
+  try {
+    lgreco::AtomicFile f(dest, lgreco::Overwrite::kAllow);
+    f.stream() << "half";
+    throw std::runtime_error("boom");
+  } catch (const std::runtime_error&) {
+  }
+  CHECK(slurp(dest) == "user data");
+  lgreco::write_file_atomic(dest, "new", lgreco::Overwrite::kAllow);
+  CHECK(slurp(dest) == "new");
+  fs::remove_all(d);
+}
+
+TEST_CASE("a missing destination folder is a ConfigError naming it") {
+  CHECK_THROWS_AS(lgreco::AtomicPath("/nonexistent-lgreco-dir/x.json", lgreco::Overwrite::kRefuse), lgreco::ConfigError);
+}
