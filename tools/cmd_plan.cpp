@@ -40,7 +40,7 @@ struct Flags {
   std::vector<std::string> pins;
   std::string min_rate, max_layer_error, warmup, seed = "0", buckets = "10000", grid = "1000", max_front = "20000";
   std::string bandwidth, latency = "5us", forward, out;
-  bool force = false;
+  bool force = false, allow_infeasible = false;
   Format format = Format::kTable;
 };
 
@@ -171,6 +171,7 @@ int run_plan(const std::vector<std::string>& args) {
       .option("--forward-time", &f.forward, "DURATION", "forward pass time before backward starts (default 0)")
       .option("--output", &f.out, "FILE", "write the schedule here", false, "-o")
       .flag("--force", &f.force, "overwrite an existing output file")
+      .flag("--allow-infeasible", &f.allow_infeasible, "write the least-error plan (status infeasible) when no plan meets the budget")
       .format(&f.format);
   if (!p.parse(args)) return 0;
   const Overwrite policy = f.force ? Overwrite::kAllow : Overwrite::kRefuse;
@@ -188,6 +189,16 @@ int run_plan(const std::vector<std::string>& args) {
     } catch (const ConfigError& e) {
       throw ConfigError(f.tables + ": window " + std::to_string(w) + ": " + e.what());
     }
+  }
+  for (std::size_t w = 0; w < plans.size(); ++w) {
+    const WindowPlan& pl = plans[w];
+    if (pl.status != "infeasible" || f.allow_infeasible) continue;
+    const std::string what = pl.bytes_budget ? "byte budget " + units::format_bytes(*pl.bytes_budget) + " (least possible " +
+                                                   units::format_bytes(pl.total_bytes) + ")"
+                                             : "error budget " + fmt_num(pl.error_budget.value_or(0)) + " (least possible error " +
+                                                   fmt_num(pl.total_error) + ")";
+    throw InputError(f.tables + ": window " + std::to_string(w) + ": no plan meets the " + what +
+                     "; raise the budget or pass --allow-infeasible to write the least-" + (pl.bytes_budget ? "bytes" : "error") + " plan");
   }
   std::optional<std::int64_t> warm;
   if (p.given("--warmup-steps")) warm = parse_int("--warmup-steps", f.warmup);
