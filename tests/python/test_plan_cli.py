@@ -124,9 +124,16 @@ def test_infeasible_budget(lgreco, tmp_path):
     p = lgreco("plan", "--tables", t, "--error-budget", "1e-3", "--allow-infeasible", "-o", out, check=True)
     doc = json.loads(out.read_text())
     assert doc["predicted"]["status"] == "infeasible"
-    # The least-error plan: every layer at its least-error candidate of the last window.
+    # The least-error plan: every layer at its least-error candidate of the last window among those
+    # that compress at PowerSGD's minimum rate 2 (the others are dropped; the default always stays).
     for layer in make_tables()["windows"][-1]["layers"]:
-        best = min(layer["candidates"], key=lambda c: c["error"])
+        n = layer["shape"][0]
+        m = layer["numel"] // n
+
+        def allowed(i, c):
+            return c["method"] != "powersgd" or i == layer["default"] or (n + m) * c["params"]["rank"] * 2 < n * m
+
+        best = min((c for i, c in enumerate(layer["candidates"]) if allowed(i, c)), key=lambda c: c["error"])
         setting = doc["phases"][-1]["layers"][layer["name"]]
         assert setting["method"] == best["method"], layer["name"]
         if best["method"] == "powersgd":
