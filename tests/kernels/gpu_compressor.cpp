@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/error.hpp"
 #include "kernels/compressor.hpp"
 #include "kernels/cuda_backend.hpp"
 #include "kernels/error_feedback.hpp"
