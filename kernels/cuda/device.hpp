@@ -11,6 +11,8 @@
 
 /// The CUDA runtime's stream handle type (cudaStream_t is `CUstream_st*`); nullptr = default stream.
 struct CUstream_st;
+/// The CUDA runtime's event type (cudaEvent_t is `CUevent_st*`).
+struct CUevent_st;
 
 namespace lgreco::kernels::cuda {
 
@@ -26,16 +28,17 @@ std::string device_name(int device = 0);
 /// Runtime version as "major.minor" (e.g. "13.0"), known without a device.
 std::string runtime_version();
 
-/// Number of streaming multiprocessors of the current device (for grid sizing).
+/// Number of streaming multiprocessors of the current device (for grid sizing; cached per device).
 int multiprocessor_count();
 
 /// Blocks until all work on `stream` is finished; throws CudaError on an asynchronous failure.
 void synchronize(Stream stream);
 
-/// Copies `bytes` from host to device memory (synchronous with respect to the host).
+/// Copies `bytes` from host to device memory; the data is on the device when it returns.
 void copy_to_device(void* dst, const void* src, std::size_t bytes);
 
-/// Copies `bytes` from device to host memory (synchronous with respect to the host).
+/// Copies `bytes` from device to host memory (waits for the copy; does not wait for other streams:
+/// synchronize the producing stream first).
 void copy_to_host(void* dst, const void* src, std::size_t bytes);
 
 /// Device-to-device copy of `bytes`, ordered on `stream`.
@@ -71,6 +74,24 @@ class DeviceBuffer {
  private:
   void* ptr_ = nullptr;
   std::size_t bytes_ = 0;
+};
+
+/// Times work on a stream with CUDA events (GPU time between start() and stop(), in seconds).
+class EventTimer {
+ public:
+  /// Creates the two events; throws CudaError on failure.
+  EventTimer();
+  ~EventTimer();
+  EventTimer(const EventTimer&) = delete;
+  EventTimer& operator=(const EventTimer&) = delete;
+  /// Records the start event on `stream`.
+  void start(Stream stream);
+  /// Records the stop event on `stream`, waits for it and returns the elapsed time in seconds.
+  double stop_s(Stream stream);
+
+ private:
+  ::CUevent_st* start_ = nullptr;
+  ::CUevent_st* stop_ = nullptr;
 };
 
 /// Owning CUDA stream (created non-blocking); movable, not copyable.

@@ -88,6 +88,15 @@ void expect_info(const kernels::CompressInfo& a, const kernels::CompressInfo& b,
   LGRECO_EXPECT(a.compressed == b.compressed, "compressed [" << ctx << "]");
 }
 
+/// Gradients of (step, layer), generated once for all methods.
+const std::vector<float>& gradient(std::uint64_t step, std::uint64_t li) {
+  static std::vector<std::vector<float>> cache(3 * layers().size());
+  auto& g = cache[step * layers().size() + li];
+  const Layer& L = layers()[li];
+  if (g.empty() && numel(L.shape) > 0) g = make_data(L.dist, numel(L.shape), 1000 * step + li);
+  return g;
+}
+
 void run_backends() {
   for (const MethodCase& mc : methods()) {
     const kernels::MethodSpec spec = kernels::parse_method(mc.name, mc.params);
@@ -99,7 +108,7 @@ void run_backends() {
       for (std::uint64_t li = 0; li < layers().size(); ++li) {
         const Layer& L = layers()[li];
         const std::uint64_t n = numel(L.shape);
-        const auto g = make_data(L.dist, n, 1000 * step + li);
+        const auto& g = gradient(step, li);
         kernels::LayerContext ctx{L.name, li, step, 31337, L.shape};
         std::vector<float> acc_c(n), rec_c(n), acc_g(n), rec_g(n);
         const auto info_c = ef_cpu.step(g, acc_c, rec_c, ctx);
