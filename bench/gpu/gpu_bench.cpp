@@ -40,7 +40,10 @@ struct Options {
 
 Options parse(int argc, char** argv) {
   Options o;
-  for (int i = 0; i < argc; ++i) o.argv += (i ? " " : "") + std::string(argv[i]);
+  for (int i = 0; i < argc; ++i) {
+    if (i) o.argv += ' ';
+    o.argv += argv[i];
+  }
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto value = [&]() -> std::string {

@@ -11,6 +11,8 @@
 
 namespace lgreco::bench {
 
+namespace kc = lgreco::kernels::cuda;
+
 /// Device buffers shared by every method, sized for the largest n of the sweep.
 struct Buffers {
   explicit Buffers(std::uint64_t max_n);
