@@ -4,6 +4,7 @@
 
 #include "kernels/cpu/quantize.hpp"
 #include "kernels/cuda/check.cuh"
+#include "kernels/cuda/pack_word.hpp"
 #include "kernels/cuda/quantize_ops.cuh"
 #include "kernels/wire.hpp"
 
@@ -12,43 +13,6 @@ namespace detail {
 namespace {
 
 constexpr unsigned kBlock = 128;  // 16 groups of 8 lanes
-
-/// Builds 32-bit code word w from the elements of [lo, hi) that overlap it (bit layout of
-/// quant_math.hpp: element i at bits [i·b, i·b + b), little-endian). `stats_of(i)` gives the scales
-/// of element i's bucket. Elias lengths are counted in the word where an element's code starts.
-template <class Op, class StatsOf>
-__device__ __forceinline__ std::uint32_t make_word(const Op& op, const float* __restrict__ x, std::uint64_t w,
-                                                   std::uint64_t lo, std::uint64_t hi, int bits, StatsOf stats_of,
-                                                   std::uint64_t seed, std::uint64_t stream, std::uint64_t& elias) {
-  const std::uint64_t bit0 = w * 32u;
-  std::uint64_t i0 = bit0 / static_cast<std::uint64_t>(bits);
-  std::uint64_t i1 = (bit0 + 32u + static_cast<std::uint64_t>(bits) - 1u) / static_cast<std::uint64_t>(bits);
-  if (i0 < lo) i0 = lo;
-  if (i1 > hi) i1 = hi;
-  std::uint32_t word = 0;
-  std::uint64_t cached = ~std::uint64_t{0};
-  rng::Block blk{};
-  for (std::uint64_t i = i0; i < i1; ++i) {
-    float u = 0.0f;
-    if (op.random()) {
-      // One Philox block serves four consecutive elements.
-      if ((i >> 2) != cached) {
-        cached = i >> 2;
-        blk = rng::block_at(seed, stream, cached);
-      }
-      u = rng::word_to_unit_float(blk.v[i & 3u]);
-    }
-    const std::uint32_t c = op.code(x[i], stats_of(i), u);
-    const std::int64_t off = static_cast<std::int64_t>(i * static_cast<std::uint64_t>(bits)) - static_cast<std::int64_t>(bit0);
-    if (off >= 0) {
-      word |= c << off;
-      elias += op.elias_len(c);
-    } else {
-      word |= c >> (-off);
-    }
-  }
-  return word;
-}
 
 __device__ __forceinline__ void add_elias(std::uint64_t e, unsigned long long* elias) {
   if (!elias) return;
@@ -83,8 +47,7 @@ __global__ void __launch_bounds__(kBlock) bucket_fused_kernel(Op op, const float
     for (std::uint64_t w = bit_lo / 32u + lane8; w < w_end; w += 8) {
       const std::uint32_t word =
           make_word(op, x, w, start, end, bits, [&](std::uint64_t) { return st; }, seed, stream, e);
-      const bool shared = (w * 32u < bit_lo) || (w * 32u + 32u > bit_hi && end < n);
-      if (shared) {
+      if (word_shared(w, bit_lo, bit_hi, end == n)) {
         atomicOr(words + w, word);
       } else {
         words[w] = word;
@@ -180,7 +143,7 @@ void encode(const Op& op, const float* x, std::uint64_t n, int d, int bits, std:
   const std::uint64_t n_words = code_capacity_bytes(n, bits) / 4;
   if (d <= kFusedMaxBucket) {
     // Words shared by two buckets are OR-ed by both groups into a zeroed buffer.
-    if ((static_cast<std::uint64_t>(d) * bits) % 32u != 0 && nb > 1) zero_on_device(codes, n_words * 4, s);
+    if (any_shared_words(static_cast<std::uint64_t>(d), bits, nb)) zero_on_device(codes, n_words * 4, s);
     const unsigned grid = grid_for(nb, kBlock / 8, max_blocks());
     bucket_fused_kernel<<<grid, kBlock, 0, s>>>(op, x, n, static_cast<std::uint32_t>(d), nb, bits, words, s0, s1, seed,
                                                 stream, el);
@@ -205,12 +168,12 @@ void decode(const Op& op, const std::uint8_t* codes, const float* s0, const floa
 }
 
 MaxMinOp maxmin_op(const MaxMinParams& p) {
-  return {p.bits, (1u << p.bits) - 1u, p.rounding == Rounding::kStochastic};
+  return {{p.bits, (1u << p.bits) - 1u, p.rounding == Rounding::kStochastic}};
 }
 
 NuqsgdOp nuqsgd_op(const NuqsgdParams& p) {
   const int bits = nuqsgd_code_bits(p.levels);
-  return {p.levels, bits - 1};
+  return {{p.levels, bits - 1}};
 }
 
 }  // namespace
@@ -228,13 +191,17 @@ void maxmin_decompress(const std::uint8_t* codes, const float* mins, const float
 
 void qsgd_compress(const float* x, std::uint64_t n, const QsgdParams& p, std::uint64_t seed, std::uint64_t stream,
                    std::uint8_t* codes, float* norms, std::uint64_t* elias_bits, Stream s) {
-  const detail::QsgdOp op{p.levels, p.norm == QsgdNorm::kL2};
-  detail::encode(op, x, n, p.bucket_size, qsgd_code_bits(p.levels), seed, stream, codes, norms, nullptr, elias_bits, s);
+  const detail::QsgdOp op{{p.levels, p.norm == QsgdNorm::kL2}};
+  // As the reference: the Elias count is only computed for the Elias encoding (0 otherwise).
+  const bool elias = elias_bits && p.encoding == QsgdEncoding::kElias;
+  if (elias_bits && !elias) zero_on_device(elias_bits, sizeof(std::uint64_t), s);
+  detail::encode(op, x, n, p.bucket_size, qsgd_code_bits(p.levels), seed, stream, codes, norms, nullptr,
+                 elias ? elias_bits : nullptr, s);
 }
 
 void qsgd_decompress(const std::uint8_t* codes, const float* norms, std::uint64_t n, const QsgdParams& p, float* out,
                      Stream s, EfFuse ef) {
-  const detail::QsgdOp op{p.levels, p.norm == QsgdNorm::kL2};
+  const detail::QsgdOp op{{p.levels, p.norm == QsgdNorm::kL2}};
   detail::decode(op, codes, norms, nullptr, n, p.bucket_size, qsgd_code_bits(p.levels), out, s, ef);
 }
 

@@ -52,7 +52,8 @@ void maxmin_decompress(const std::uint8_t* codes, const float* mins, const float
                        const MaxMinParams& p, float* out, Stream s, EfFuse ef = {});
 
 /// QSGD encode: per bucket norm (L2 or max), ceil(log2(2s+1))-bit codes. If `elias_bits` is not
-/// null it receives (device, uint64) B = Σ gamma_len(ξ_i + 1) + [ξ_i ≠ 0] as cpu::qsgd_compress returns.
+/// null it receives (device, uint64) what cpu::qsgd_compress returns: B = Σ gamma_len(ξ_i + 1) +
+/// [ξ_i ≠ 0] for the Elias encoding, 0 for the fixed one.
 void qsgd_compress(const float* x, std::uint64_t n, const QsgdParams& p, std::uint64_t seed, std::uint64_t stream,
                    std::uint8_t* codes, float* norms, std::uint64_t* elias_bits, Stream s);
 /// QSGD decode: ((code − s)/s)·norm.

@@ -112,13 +112,15 @@ void run_qsgd() {
   for (int levels : {1, 3, 7, 127, 32767})
     for (int d : {512, 100, 9000})
       for (auto norm : {kernels::QsgdNorm::kL2, kernels::QsgdNorm::kMax})
+        for (auto enc : {kernels::QsgdEncoding::kFixed, kernels::QsgdEncoding::kElias})
         for (std::uint64_t n : sizes())
           for (Dist dist : dists()) {
-            if (skip_case(n, dist) || (levels != 7 && n > 5000)) continue;
+            if (skip_case(n, dist) || ((levels != 7 || enc != kernels::QsgdEncoding::kElias) && n > 5000)) continue;
             QsgdParams p;
             p.levels = levels;
             p.bucket_size = d;
             p.norm = norm;
+            p.encoding = enc;
             const int bits = kernels::qsgd_code_bits(levels);
             const std::uint64_t stream = rng::stream_of(kStep, kLayer);
             const auto x = make_data(dist, n, kSeed + 2 * n);
@@ -135,7 +137,8 @@ void run_qsgd() {
                    [&](const std::uint8_t* codes, const float* s0, const float*, std::uint64_t nn, float* out,
                        kc::EfFuse ef) { kc::qsgd_decompress(codes, s0, nn, p, out, nullptr, ef); }};
             const std::string ctx = Ctx()("method", "qsgd")("levels", levels)("bucket", d)(
-                                        "norm", norm == kernels::QsgdNorm::kL2 ? "l2" : "max")("n", n)(
+                                        "norm", norm == kernels::QsgdNorm::kL2 ? "l2" : "max")(
+                                        "encoding", enc == kernels::QsgdEncoding::kElias ? "elias" : "fixed")("n", n)(
                                         "dist", to_string(dist))("seed", kSeed + 2 * n)
                                         .str();
             check_case(c, x, ctx);
