@@ -92,7 +92,7 @@ std::unique_ptr<Compressor> make_compressor(const MethodSpec& spec, Backend back
 /// Throws InputError naming the layer and the first non-finite element, if any.
 void check_finite(std::span<const float> values, const LayerContext& ctx, std::string_view what = "input");
 
-/// product(shape) (1 for an empty shape is NOT used: empty shape means "1-D of numel").
+/// The product of the dimensions (callers treat an empty shape as "1-D of numel", not as 1).
 std::uint64_t shape_numel(std::span<const std::int64_t> shape);
 
 }  // namespace lgreco::kernels

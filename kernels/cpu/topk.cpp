@@ -37,35 +37,84 @@ inline std::pair<std::uint32_t, std::uint64_t> find_digit(const std::uint32_t* h
 // of the top k (ties → lower index).
 template <bool kCollect, typename KeyAt>
 KthKey select_impl(std::uint64_t n, std::uint64_t k, KeyAt key_at, std::vector<std::uint32_t>* out) {
+  // Sampled lower bound g of digit 1 (large inputs): a strided sample of kSample keys; g is the
+  // digit at which the sample's count from the top reaches twice the expected share of k plus a
+  // margin, so that almost surely g ≤ d1. Pass 1 then also keeps every element whose digit is ≥ g
+  // (with its index, in index order), and pass 2 runs over that short list instead of all n
+  // elements. If the bound fails (d1 < g) the full pass 2 runs: the result never depends on it.
+  constexpr std::uint64_t kSample = 1u << 14;
+  std::uint32_t g_key = 0xFFFFFFFFu;  // no collection
+  if (n >= 64 * kSample) {
+    std::array<std::uint32_t, 2048> hs{};
+    const std::uint64_t stride = n / kSample;
+    for (std::uint64_t t = 0; t < kSample; ++t) ++hs[key_at(t * stride) >> kShift1];
+    const double share = static_cast<double>(k) * static_cast<double>(kSample) / static_cast<double>(n);
+    const auto want = static_cast<std::uint64_t>(2.0 * share + 8.0 * std::sqrt(share) + 32.0);
+    if (want < kSample / 8) {
+      std::uint64_t cum = 0;
+      std::uint32_t g = 2047;
+      for (;; --g) {
+        cum += hs[g];
+        if (cum >= want || g == 0) break;
+      }
+      g_key = g << kShift1;
+    }
+  }
+  std::vector<Candidate> early;  // elements with key ≥ g_key, in index order
+
   // Pass 1: histogram of digit 1. Four sub-histograms break the store-to-load chain on ties.
   std::vector<std::uint32_t> h4(4 * 2048, 0);
   std::uint64_t i = 0;
-  for (; i + 4 <= n; i += 4) {
-    ++h4[0 * 2048 + (key_at(i) >> kShift1)];
-    ++h4[1 * 2048 + (key_at(i + 1) >> kShift1)];
-    ++h4[2 * 2048 + (key_at(i + 2) >> kShift1)];
-    ++h4[3 * 2048 + (key_at(i + 3) >> kShift1)];
+  for (; i + 16 <= n; i += 16) {
+    // Keys and digits of 16 elements in one vectorisable loop, then 16 scalar increments.
+    std::uint32_t keys[16], dg[16];
+    std::uint32_t any = 0;
+    for (int l = 0; l < 16; ++l) {
+      keys[l] = key_at(i + l);
+      dg[l] = (keys[l] >> kShift1) + static_cast<std::uint32_t>(l & 3) * 2048u;
+      any |= keys[l] >= g_key ? 1u : 0u;
+    }
+    for (int l = 0; l < 16; ++l) ++h4[dg[l]];
+    if (any)
+      for (int l = 0; l < 16; ++l)
+        if (keys[l] >= g_key) early.push_back({keys[l], static_cast<std::uint32_t>(i + l)});
   }
-  for (; i < n; ++i) ++h4[key_at(i) >> kShift1];
+  for (; i < n; ++i) {
+    ++h4[key_at(i) >> kShift1];
+    if (key_at(i) >= g_key) early.push_back({key_at(i), static_cast<std::uint32_t>(i)});
+  }
   std::array<std::uint32_t, 2048> hist{};
   for (std::uint32_t d = 0; d < 2048; ++d) hist[d] = h4[d] + h4[2048 + d] + h4[4096 + d] + h4[6144 + d];
   const auto [d1, above1] = find_digit(hist.data(), 2048, k);
 
   // Pass 2: compact the candidates (digit 1 == d1) with a digit-2 histogram; collect indices above.
-  std::vector<Candidate> cand;
-  cand.reserve(hist[d1]);
-  std::vector<std::uint32_t> above_idx;
-  if constexpr (kCollect) above_idx.reserve(above1);
+  // Sizes are known from pass 1, so the buffers are filled by index.
+  std::vector<Candidate> cand(hist[d1]);
+  std::vector<std::uint32_t> above_idx(kCollect ? above1 : 0);
+  std::size_t nc = 0, na = 0;
   std::array<std::uint32_t, 2048> hist2{};
-  for (std::uint64_t j = 0; j < n; ++j) {
-    const std::uint32_t key = key_at(j);
+  const std::uint32_t lo_key = d1 << kShift1;
+  auto visit = [&](std::uint32_t key, std::uint64_t j) {
     const std::uint32_t d = key >> kShift1;
     if (d == d1) {
-      cand.push_back({key, static_cast<std::uint32_t>(j)});
+      cand[nc++] = {key, static_cast<std::uint32_t>(j)};
       ++hist2[(key >> kShift2) & kMask11];
     } else if (kCollect && d > d1) {
-      above_idx.push_back(static_cast<std::uint32_t>(j));
+      above_idx[na++] = static_cast<std::uint32_t>(j);
     }
+  };
+  if (lo_key >= g_key) {
+    for (const Candidate& c : early) visit(c.key, c.index);  // the bound held: short list only
+  } else {
+    // Most elements are below d1: a vectorisable "any at or above d1" test skips 16 at a time.
+    std::uint64_t j = 0;
+    for (; j + 16 <= n; j += 16) {
+      std::uint32_t any = 0;
+      for (int l = 0; l < 16; ++l) any |= key_at(j + l) >= lo_key ? 1u : 0u;
+      if (any)
+        for (int l = 0; l < 16; ++l) visit(key_at(j + l), j + l);
+    }
+    for (; j < n; ++j) visit(key_at(j), j);
   }
   const std::uint64_t k2 = k - above1;
   const auto [d2, above2] = find_digit(hist2.data(), 2048, k2);
