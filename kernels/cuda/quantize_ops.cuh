@@ -14,10 +14,6 @@ namespace lgreco::kernels::cuda::detail {
 constexpr unsigned kFullMask = 0xFFFFFFFFu;
 
 // Group-of-8 reductions: lanes 8g..8g+7 of a warp form group g; every lane of the warp calls them.
-__device__ __forceinline__ float g8_min(float v) {
-  for (int o = 1; o < 8; o <<= 1) v = fminf(v, __shfl_xor_sync(kFullMask, v, o));
-  return v;
-}
 __device__ __forceinline__ float g8_max(float v) {
   for (int o = 1; o < 8; o <<= 1) v = fmaxf(v, __shfl_xor_sync(kFullMask, v, o));
   return v;
@@ -62,18 +58,28 @@ __device__ __forceinline__ float max_abs_g8(const float* __restrict__ x, std::ui
   return g8_max(m);
 }
 
+// Float order with −0 < +0, as the reference: the ordered-integer key of the bit pattern.
+__device__ __forceinline__ int ordered_key(float v) {
+  const int b = __float_as_int(v);
+  return b ^ ((b >> 31) & 0x7FFFFFFF);
+}
+__device__ __forceinline__ float from_ordered_key(int k) { return __int_as_float(k ^ ((k >> 31) & 0x7FFFFFFF)); }
+
 struct MaxMinOp : MaxMinCodec {
   __device__ Stats reduce(const float* __restrict__ x, std::uint64_t start, std::uint32_t len, std::uint32_t lane8) const {
-    float mn = __int_as_float(0x7f800000);
-    float mx = -mn;
+    int mn = 0x7FFFFFFF;
+    int mx = -0x7FFFFFFF - 1;
     for (std::uint32_t j = lane8; j < len; j += 8) {
-      const float v = x[start + j];
-      mn = fminf(mn, v);
-      mx = fmaxf(mx, v);
+      const int k = ordered_key(x[start + j]);
+      mn = min(mn, k);
+      mx = max(mx, k);
     }
-    mn = g8_min(mn);
-    mx = g8_max(mx);
-    return {mn, maxmin_unit(mn, mx, bits)};
+    for (int o = 1; o < 8; o <<= 1) {
+      mn = min(mn, __shfl_xor_sync(kFullMask, mn, o));
+      mx = max(mx, __shfl_xor_sync(kFullMask, mx, o));
+    }
+    const float fmn = from_ordered_key(mn), fmx = from_ordered_key(mx);
+    return {fmn, maxmin_unit(fmn, fmx, bits)};
   }
 };
 
