@@ -35,7 +35,7 @@ __global__ void cast_kernel(const void* __restrict__ in, std::uint64_t n, void* 
 template <Op op>
 void launch(const void* in, std::uint64_t n, void* out, Stream s) {
   if (n == 0) return;
-  const unsigned grid = detail::grid_for(n, 256, static_cast<unsigned>(multiprocessor_count()) * 16u);
+  const unsigned grid = detail::grid_for(n, 256, static_cast<unsigned>(multiprocessor_count()) * 32u);
   cast_kernel<op><<<grid, 256, 0, s>>>(in, n, out);
   LGRECO_CUDA_CHECK_LAUNCH();
 }

@@ -16,7 +16,7 @@ __global__ void axpb_kernel(const float* a, const float* b, std::uint64_t n, flo
 
 void launch(const float* a, const float* b, std::uint64_t n, float* out, bool subtract, Stream s) {
   if (n == 0) return;
-  const unsigned grid = detail::grid_for(n, 256, static_cast<unsigned>(multiprocessor_count()) * 16u);
+  const unsigned grid = detail::grid_for(n, 256, static_cast<unsigned>(multiprocessor_count()) * 32u);
   axpb_kernel<<<grid, 256, 0, s>>>(a, b, n, out, subtract);
   LGRECO_CUDA_CHECK_LAUNCH();
 }

@@ -162,7 +162,8 @@ template <class Op>
 void decode(const Op& op, const std::uint8_t* codes, const float* s0, const float* s1, std::uint64_t n, int d, int bits,
             float* out, Stream s, EfFuse ef) {
   if (n == 0) return;
-  bucket_decode_kernel<<<grid_for(n, 256, max_blocks()), 256, 0, s>>>(op, codes, s0, s1, n, static_cast<std::uint32_t>(d),
+  // Twice the resident blocks: one element per thread and iteration needs many threads in flight.
+  bucket_decode_kernel<<<grid_for(n, 256, 2 * max_blocks()), 256, 0, s>>>(op, codes, s0, s1, n, static_cast<std::uint32_t>(d),
                                                                       bits, out, ef.acc, ef.residual);
   LGRECO_CUDA_CHECK_LAUNCH();
 }

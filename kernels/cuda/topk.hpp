@@ -3,7 +3,7 @@
 /// encoding size — the same names and results as kernels/cpu/topk.hpp, on device pointers.
 ///
 /// Radix select (the CPU reference's digits: bits [31:21], [20:10], [9:0] of the 32-bit key):
-///   pass 1  histogram of digit 1 over all N keys (block-shared bins, warp-aggregated atomics);
+///   pass 1  histogram of digit 1 over all N keys (block-shared bins, one tile of 4096 keys per block);
 ///   select  one block finds the digit holding the k-th largest key (suffix sums of the bins);
 ///   pass 2  one block per tile of 4096 keys: counts the keys whose digit 1 is above, appends the
 ///           keys whose digit 1 matches (key, index) to a candidate buffer;
