@@ -140,10 +140,9 @@ LGRECO_HD_INLINE std::uint32_t terngrad_code(float g, float s, float u) {
 
 /// NUQSGD level value L_j.
 LGRECO_HD_INLINE float nuqsgd_level_value(std::uint32_t j, int s) {
-  if (j == 0) return 0.0f;
-  // 2^(j − s − 1) built from its exponent bits; j − s − 1 ∈ [−s, 0] with s ≤ 30 stays normal.
-  const int e = static_cast<int>(j) - s - 1;
-  const std::uint32_t bits_pattern = static_cast<std::uint32_t>(127 + e) << 23;
+  // 2^(j − s − 1) built from its exponent bits (j − s − 1 ∈ [−s, 0] with s ≤ 30 stays normal);
+  // j = 0 gives the bit pattern 0, i.e. 0.0f. Branch-free so that CPU loops vectorise.
+  const std::uint32_t bits_pattern = j == 0 ? 0u : static_cast<std::uint32_t>(127 + static_cast<int>(j) - s - 1) << 23;
   float f;
   __builtin_memcpy(&f, &bits_pattern, sizeof f);
   return f;
@@ -153,17 +152,19 @@ LGRECO_HD_INLINE float nuqsgd_level_value(std::uint32_t j, int s) {
 LGRECO_HD_INLINE std::uint32_t nuqsgd_index(float v, float norm, int s, float u) {
   if (norm == 0.0f) return 0u;
   const float a = v < 0.0f ? -v : v;
-  float r = a / norm;
-  if (r >= 1.0f) return static_cast<std::uint32_t>(s) + 1u;
+  const float r = a / norm;
   std::uint32_t rb;
   __builtin_memcpy(&rb, &r, sizeof rb);
   const int e = static_cast<int>((rb >> 23) & 0xFFu) - 127;  // floor(log2 r) for normal r
   // j with L_j ≤ r < L_{j+1}: L_j = 2^(j − s − 1) → j = e + s + 1 when e ≥ −s, else j = 0.
-  const std::uint32_t j = (e >= -s) ? static_cast<std::uint32_t>(e + s + 1) : 0u;
+  // (For r ≥ 1 the result is s + 1 regardless; j is then clamped to keep the arithmetic finite.)
+  std::uint32_t j = (e >= -s) ? static_cast<std::uint32_t>(e + s + 1) : 0u;
+  j = j > static_cast<std::uint32_t>(s) ? static_cast<std::uint32_t>(s) : j;
   const float lo = nuqsgd_level_value(j, s);
   const float hi = nuqsgd_level_value(j + 1, s);
   const float p = (r - lo) / (hi - lo);
-  return j + (u < p ? 1u : 0u);
+  const std::uint32_t idx = j + (u < p ? 1u : 0u);
+  return r >= 1.0f ? static_cast<std::uint32_t>(s) + 1u : idx;
 }
 
 /// NUQSGD code from value and index.

@@ -246,3 +246,29 @@ TEST_CASE("block-wise uniforms equal rng::uniform_at element by element", "[quan
       }
     }
 }
+
+TEST_CASE("NUQSGD index equals the level search written out directly", "[quant][nuqsgd]") {
+  // Reference: levels L_0 = 0, L_j = 2^(j−s−1); find the interval [L_j, L_{j+1}] of r = |v|/norm
+  // by scanning, then round up with probability (r − L_j)/(L_{j+1} − L_j); r ≥ 1 → s + 1.
+  for (int s : {1, 2, 4, 7, 30}) {
+    std::vector<float> lv(s + 2, 0.0f);
+    for (int j = 1; j <= s + 1; ++j) lv[j] = std::ldexp(1.0f, j - s - 1);
+    for (std::uint64_t i = 0; i < 20000; ++i) {
+      const float norm = 1.0f + rng::uniform_at(5, 1, i) * 3.0f;
+      const float v = (rng::uniform_at(5, 2, i) * 2.0f - 1.0f) * norm * (i % 7 == 0 ? 1e-6f : 1.0f) * (i % 11 == 0 ? 1.5f : 1.0f);
+      const float u = rng::uniform_at(5, 3, i);
+      const float r = std::fabs(v) / norm;
+      std::uint32_t expect;
+      if (r >= 1.0f) {
+        expect = s + 1;
+      } else {
+        int j = 0;
+        while (j + 1 <= s && lv[j + 1] <= r) ++j;
+        const float p = (r - lv[j]) / (lv[j + 1] - lv[j]);
+        expect = j + (u < p ? 1 : 0);
+      }
+      CAPTURE(s, v, norm, r, u);
+      REQUIRE(nuqsgd_index(v, norm, s, u) == expect);
+    }
+  }
+}
