@@ -148,9 +148,8 @@ LGRECO_HD_INLINE float nuqsgd_level_value(std::uint32_t j, int s) {
   return f;
 }
 
-/// NUQSGD level index ∈ [0, s + 1].
-LGRECO_HD_INLINE std::uint32_t nuqsgd_index(float v, float norm, int s, float u) {
-  if (norm == 0.0f) return 0u;
+/// NUQSGD level index ∈ [0, s + 1] for norm > 0 (branch-free; nuqsgd_index handles norm == 0).
+LGRECO_HD_INLINE std::uint32_t nuqsgd_index_nonzero_norm(float v, float norm, int s, float u) {
   const float a = v < 0.0f ? -v : v;
   const float r = a / norm;
   std::uint32_t rb;
@@ -165,6 +164,11 @@ LGRECO_HD_INLINE std::uint32_t nuqsgd_index(float v, float norm, int s, float u)
   const float p = (r - lo) / (hi - lo);
   const std::uint32_t idx = j + (u < p ? 1u : 0u);
   return r >= 1.0f ? static_cast<std::uint32_t>(s) + 1u : idx;
+}
+
+/// NUQSGD level index ∈ [0, s + 1].
+LGRECO_HD_INLINE std::uint32_t nuqsgd_index(float v, float norm, int s, float u) {
+  return norm == 0.0f ? 0u : nuqsgd_index_nonzero_norm(v, norm, s, u);
 }
 
 /// NUQSGD code from value and index.
