@@ -125,10 +125,11 @@ LGRECO_HD_INLINE std::uint32_t sign_code(float v) { return v < 0.0f ? 0u : 1u; }
 
 /// TernGrad code.
 LGRECO_HD_INLINE std::uint32_t terngrad_code(float g, float s, float u) {
-  if (s == 0.0f || g == 0.0f) return 1u;
+  // Branch-free: g == 0 gives p = 0 (u < 0 is false); s == 0 only when every g is 0, and then
+  // 0/0 = NaN makes u < p false as well.
   const float a = g < 0.0f ? -g : g;
-  if (!(u < a / s)) return 1u;
-  return g < 0.0f ? 0u : 2u;
+  const bool keep = u < a / s;
+  return keep ? (g < 0.0f ? 0u : 2u) : 1u;
 }
 
 // ---- NUQSGD ----------------------------------------------------------------------------------
