@@ -86,8 +86,12 @@ LGRECO_CPU_CLONES void qsgd_decode_run(const std::uint16_t* c, std::uint64_t n, 
 
 LGRECO_CPU_CLONES void nuqsgd_codes(const float* v, std::uint64_t n, float norm, int s, int mbits, const float* u,
                                     std::uint16_t* codes) noexcept {
+  if (norm == 0.0f) {  // all-zero bucket: index 0, code 0 (no sign for zero magnitudes)
+    for (std::uint64_t j = 0; j < n; ++j) codes[j] = 0;
+    return;
+  }
   for (std::uint64_t j = 0; j < n; ++j)
-    codes[j] = static_cast<std::uint16_t>(nuqsgd_code(v[j], nuqsgd_index(v[j], norm, s, u[j]), mbits));
+    codes[j] = static_cast<std::uint16_t>(nuqsgd_code(v[j], nuqsgd_index_nonzero_norm(v[j], norm, s, u[j]), mbits));
 }
 
 LGRECO_CPU_CLONES void nuqsgd_decode_run(const std::uint16_t* c, std::uint64_t n, int s, int mbits, float norm,

@@ -7,6 +7,7 @@
 
 #include "core/error.hpp"
 #include "core/rng.hpp"
+#include "kernels/cpu/bitpack.hpp"
 
 namespace lgreco::kernels::cpu {
 namespace {
@@ -231,15 +232,8 @@ void randomk_indices(std::uint64_t n, std::uint64_t k, std::uint64_t seed, std::
   if (k == 0) return;
   // Smallest words first: select the k largest of ~word.
   std::vector<std::uint32_t> keys(n);
-  std::uint64_t i = 0;
-  for (; i + 4 <= n; i += 4) {
-    const rng::Block b = rng::block_at(seed, stream, i >> 2);
-    keys[i] = ~b.v[0];
-    keys[i + 1] = ~b.v[1];
-    keys[i + 2] = ~b.v[2];
-    keys[i + 3] = ~b.v[3];
-  }
-  for (; i < n; ++i) keys[i] = ~rng::bits_at(seed, stream, i);
+  fill_bits(seed, stream, 0, n, keys.data());
+  for (auto& w : keys) w = ~w;
   const std::uint32_t* kp = keys.data();
   select_impl<true>(n, k, [kp](std::uint64_t j) { return kp[j]; }, &indices);
 }
