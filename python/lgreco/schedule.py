@@ -171,22 +171,36 @@ def _parse_phases(doc: Mapping[str, Any], source: str) -> List[Phase]:
 
 def make_schedule(phases: Sequence[Tuple[int, Optional[int], str, Mapping[str, Mapping[str, Any]]]],
                   shapes: Mapping[str, Sequence[int]], *, model: str = "", world_size: int = 1,
-                  family: str = "", engine: str = "python", seed: int = 0,
-                  extra_predicted: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
-    """Builds a schedule document (phases given as (start, end, label, {name: method json})) with
-    every phase's predicted.bytes_per_step computed from the wire-byte contract."""
+                  family: str = "powersgd", engine: str = "uniform", seed: int = 0,
+                  buckets: Optional[Sequence[Sequence[str]]] = None,
+                  phase_errors: Optional[Sequence[Optional[float]]] = None,
+                  uniform_bytes_per_step: Optional[int] = None, uniform_total_error: float = 0.0,
+                  config: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
+    """Builds a schedule document that follows schemas/schedule.schema.json. Phases are given as
+    (start, end, label, {name: method json}); every phase's predicted.bytes_per_step is computed
+    from the wire-byte contract; the summary describes the last phase."""
     out_phases = []
-    for start, end, label, layers in phases:
+    for k, (start, end, label, layers) in enumerate(phases):
         parsed = {n: parse_method(layers[n], f"phase '{label}' layer '{n}'") for n in shapes}
         bps = sum(wire_bytes(parsed[n], shapes[n]) for n in shapes)
+        pred: Dict[str, Any] = {"bytes_per_step": bps}
+        if phase_errors is not None and phase_errors[k] is not None:
+            pred["total_error"] = float(phase_errors[k])
         out_phases.append({"start_step": start, "end_step": end, "label": label,
-                           "layers": {n: parsed[n].to_json() for n in shapes},
-                           "predicted": {"bytes_per_step": bps}})
+                           "layers": {n: parsed[n].to_json() for n in shapes}, "predicted": pred})
     unc = sum(4 * math.prod(s) for s in shapes.values())
-    last = out_phases[-1]["predicted"]["bytes_per_step"]
-    predicted = {"bytes_per_step": last, "uncompressed_bytes_per_step": unc,
-                 "compression_ratio": unc / last if last else None}
-    predicted.update(extra_predicted or {})
+    last = out_phases[-1]["predicted"]
+    ub = uniform_bytes_per_step if uniform_bytes_per_step is not None else last["bytes_per_step"]
+    predicted = {"bytes_per_step": last["bytes_per_step"], "uniform_bytes_per_step": ub,
+                 "uncompressed_bytes_per_step": unc,
+                 "compression_ratio": unc / last["bytes_per_step"] if last["bytes_per_step"] else None,
+                 "uniform_compression_ratio": unc / ub if ub else None,
+                 "total_error": float(last.get("total_error", 0.0)),
+                 "uniform_total_error": float(uniform_total_error),
+                 "step_time_s": None, "uniform_step_time_s": None, "uncompressed_step_time_s": None}
+    bucket_docs = [{"index": i, "params": list(ns), "size_bytes": sum(4 * math.prod(shapes[n]) for n in ns)}
+                   for i, ns in enumerate(buckets or [])]
     return {"schema_version": 1, "kind": "lgreco-schedule", "model": model, "world_size": world_size,
-            "family": family, "engine": engine, "seed": seed, "phases": out_phases,
-            "predicted": predicted, "config": {}, "provenance": {"tool": "lgreco-python"}}
+            "family": family, "engine": engine, "seed": seed, "phases": out_phases, "buckets": bucket_docs,
+            "predicted": predicted, "config": dict(config or {}),
+            "provenance": {"tool": "lgreco-python", "producer": "lgreco.make_schedule"}}
