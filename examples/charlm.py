@@ -67,7 +67,7 @@ class Block(nn.Module):
 
 
 class CharLM(nn.Module):
-    def __init__(self, vocab: int, d: int = 64, layers: int = 2, heads: int = 4, ctx: int = 64):
+    def __init__(self, vocab: int, d: int = 48, layers: int = 2, heads: int = 4, ctx: int = 32):
         super().__init__()
         self.tok_emb = nn.Embedding(vocab, d)
         self.pos_emb = nn.Parameter(torch.zeros(ctx, d))
@@ -166,8 +166,8 @@ def parse(argv=None):
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--lr", type=float, default=3e-3)
     ap.add_argument("--batch", type=int, default=16)
-    ap.add_argument("--ctx", type=int, default=64)
-    ap.add_argument("--d-model", type=int, default=64)
+    ap.add_argument("--ctx", type=int, default=32)
+    ap.add_argument("--d-model", type=int, default=48)
     ap.add_argument("--layers", type=int, default=2)
     return ap.parse_args(argv)
 

@@ -218,7 +218,7 @@ class ScheduleHook:
             c = acc.to(torch.bfloat16)
             self._store_err(bf16, acc - c.to(torch.float32))
             if dist.get_backend(self.group) == "gloo":
-                parts = self._allgather(c.view(torch.int16), "bf16_bytes")
+                parts = self._allgather(c.view(torch.uint8), "bf16_bytes")
                 total = torch.zeros_like(acc)
                 for part in parts:
                     total += part.view(torch.bfloat16).to(torch.float32)
