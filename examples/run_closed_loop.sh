@@ -2,7 +2,8 @@
 # Closed loop on a real job: record a trace from an uncompressed run, plan a per-layer PowerSGD
 # schedule from it, train again with the schedule (and with uniform PowerSGD for comparison).
 #   examples/run_closed_loop.sh [OUT_DIR]
-# Environment: STEPS (default 300), WARMUP (30), RANK (4), LGRECO (build/tools/lgreco),
+# Environment: STEPS (default 300), WARMUP (30), RANK (4), EVERY (100), BURST (10),
+# CHARLM_ARGS (extra model/data flags for examples/charlm.py), LGRECO (build/tools/lgreco),
 # PLANNER=lgreco|python (default: lgreco when it supports `plan --trace`, else python).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,6 +11,9 @@ OUT=${1:-closed-loop-out}
 STEPS=${STEPS:-300}
 WARMUP=${WARMUP:-30}
 RANK=${RANK:-4}
+EVERY=${EVERY:-100}
+BURST=${BURST:-10}
+read -r -a XARGS <<< "${CHARLM_ARGS:-}"
 PY=${PY:-/usr/bin/python3}
 LGRECO=${LGRECO:-build/tools/lgreco}
 mkdir -p "$OUT"
@@ -20,7 +24,7 @@ if [[ -z "${PLANNER:-}" ]]; then
       | grep -qv "not available in this build"; then PLANNER=lgreco; else PLANNER=python; fi
 fi
 echo "== 1/4 uncompressed run, recording a trace (steps $STEPS)"
-"$PY" examples/charlm.py --steps "$STEPS" --record "$OUT/trace.h5" --every 100 --burst 10 \
+"$PY" examples/charlm.py "${XARGS[@]}" --steps "$STEPS" --record "$OUT/trace.h5" --every "$EVERY" --burst "$BURST" \
   --record-start "$WARMUP" --force --metrics "$OUT/uncompressed.json"
 echo "== 2/4 plan ($PLANNER)"
 rm -f "$OUT/schedule.json" "$OUT/uniform.json"
@@ -31,9 +35,9 @@ else
 fi
 "$PY" examples/plan_from_trace.py --trace "$OUT/trace.h5" --rank "$RANK" --warmup "$WARMUP" --uniform -o "$OUT/uniform.json"
 echo "== 3/4 adaptive run"
-"$PY" examples/charlm.py --steps "$STEPS" --schedule "$OUT/schedule.json" --metrics "$OUT/adaptive.json"
+"$PY" examples/charlm.py "${XARGS[@]}" --steps "$STEPS" --schedule "$OUT/schedule.json" --metrics "$OUT/adaptive.json"
 echo "== 4/4 uniform run"
-"$PY" examples/charlm.py --steps "$STEPS" --schedule "$OUT/uniform.json" --metrics "$OUT/uniform-run.json"
+"$PY" examples/charlm.py "${XARGS[@]}" --steps "$STEPS" --schedule "$OUT/uniform.json" --metrics "$OUT/uniform-run.json"
 "$PY" - "$OUT" <<'PYEOF'
 import json, sys, pathlib
 out = pathlib.Path(sys.argv[1])
