@@ -13,7 +13,8 @@ every rank because it depends only on the schedule and the bucket's parameters):
   7. allgather uint8 — the packed payloads of top-k / QSGD / max-min / sign / TernGrad / NUQSGD,
                        decoded on every rank and averaged
 Error feedback is per parameter: acc = g + e; c = C(acc); e ← acc − c (for PowerSGD c is the
-aggregated P·Qᵀ, as in torch's hook). The collectives run synchronously inside the hook.
+aggregated P·Qᵀ, as in torch's hook). The collectives run synchronously inside the hook, except for
+buckets that are entirely "none" (no residual left), which take torch's asynchronous allreduce path.
 `bytes_sent_per_step[step]` is the number of bytes this rank handed to collectives as its own
 contribution during that step; it equals the schedule's predicted bytes (see methods.py).
 Random draws: random-k indices use torch.Generator seeded by (seed, step, layer); stochastic
@@ -163,11 +164,34 @@ class ScheduleHook:
                     self._q[name] = torch.randn(1, m, r, dtype=torch.float32)
 
     # ------------------------------------------------------------------ the hook
-    def run(self, bucket) -> torch.Tensor:
+    def run_async(self, bucket) -> torch.futures.Future:
+        """Fast path: a bucket whose parameters are all "none" with no residual left is averaged
+        exactly as torch's allreduce_hook does (÷ world, then an asynchronous allreduce), so DDP can
+        overlap it with the rest of backward. Everything else runs synchronously in run()."""
+        names = self._names_of(bucket)
+        if any(self.schedule.method_at(self.step, n).name != "none" or n in self._err for n in names):
+            fut: torch.futures.Future = torch.futures.Future()
+            fut.set_result(self.run(bucket, names))
+            return fut
+        t0 = time.perf_counter()
+        self.bucket_names[bucket.index()] = names
+        buf = bucket.buffer()
+        buf.div_(self._world())
+        self._cur["allreduce_bytes"] += buf.numel() * buf.element_size()
+        self._cur["dense_bytes"] += buf.numel() * buf.element_size()
+        fut = dist.all_reduce(buf, group=self.group, async_op=True).get_future()
+        dt = time.perf_counter() - t0
+        self.busy_s += dt
+        self._step_time += dt
+        if bucket.is_last():
+            self._finish_step()
+        return fut.then(lambda f: f.value()[0])
+
+    def run(self, bucket, names: Optional[List[str]] = None) -> torch.Tensor:
         t0 = time.perf_counter()
         buf = bucket.buffer()
         grads = bucket.gradients()
-        names = self._names_of(bucket)
+        names = names if names is not None else self._names_of(bucket)
         self.bucket_names[bucket.index()] = names
         step = self.step
         world = self._world()
@@ -349,6 +373,4 @@ def _scatter(src: torch.Tensor, dests: Sequence[torch.Tensor]) -> None:
 
 
 def _ddp_hook(state: ScheduleHook, bucket: dist.GradBucket) -> torch.futures.Future[torch.Tensor]:
-    fut: torch.futures.Future[torch.Tensor] = torch.futures.Future()
-    fut.set_result(state.run(bucket))
-    return fut
+    return state.run_async(bucket)
