@@ -20,8 +20,12 @@ mkdir -p "$OUT"
 export PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}"
 
 if [[ -z "${PLANNER:-}" ]]; then
-  if [[ -x "$LGRECO" ]] && "$LGRECO" plan --trace /nonexistent.h5 --family powersgd -o /dev/null 2>&1 \
-      | grep -qv "not available in this build"; then PLANNER=lgreco; else PLANNER=python; fi
+  PLAN_HELP=$("$LGRECO" plan --help 2>/dev/null || true)
+  if [[ "$PLAN_HELP" == *"--trace"* && "$PLAN_HELP" != *"not available in this build"* ]]; then
+    PLANNER=lgreco
+  else
+    PLANNER=python
+  fi
 fi
 echo "== 1/4 uncompressed run, recording a trace (steps $STEPS)"
 "$PY" examples/charlm.py "${XARGS[@]}" --steps "$STEPS" --record "$OUT/trace.h5" --every "$EVERY" --burst "$BURST" \
