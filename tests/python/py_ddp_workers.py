@@ -114,3 +114,32 @@ def task_bytes(rank, world, steps, docs):
         params, hook = train(rank, steps, lambda d: ScheduleHook(d, Schedule(doc)).register(d))
         out.append({"params": params, "bytes": hook.bytes_sent_per_step, "log": hook.log})
     return out
+
+
+def task_record(rank, world, path, per_rank, steps=4):
+    """Records every other step of TinyNet under DDP (several buckets) with a ScheduleHook attached."""
+    from lgreco import Schedule, ScheduleHook, TraceRecorder, make_schedule
+
+    dist._DEFAULT_FIRST_BUCKET_BYTES = FIRST_BUCKET_BYTES
+    torch.manual_seed(0)
+    model = TinyNet()
+    ddp = DDP(model, bucket_cap_mb=BUCKET_CAP_MB)
+    sh = {n: tuple(p.shape) for n, p in model.named_parameters()}
+    doc = make_schedule([(0, None, "uniform", {n: {"method": "none"} for n in sh})], sh, world_size=world)
+    hook = ScheduleHook(ddp, Schedule(doc)).register(ddp)
+    rec = TraceRecorder(ddp, path, every=2, burst=1, dtype="float32", hook=hook, per_rank=per_rank)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for step in range(steps):
+        rec.begin_step(step)
+        x, y = batch(rank, step)
+        loss = nn.functional.cross_entropy(ddp(x), y)
+        opt.zero_grad()
+        loss.backward()
+        rec.end_step(loss=loss.item())
+        opt.step()
+    rec.close()
+    observed = rec.buckets()
+    rec.hook = None  # same recorder, now forced onto DDP's rule
+    rule = rec.buckets()
+    return {"observed": observed, "rule": rule, "names": [n for n, _ in rec.params],
+            "hook_buckets": hook.bucket_names}
