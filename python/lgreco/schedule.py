@@ -160,6 +160,8 @@ def _parse_phases(doc: Mapping[str, Any], source: str) -> List[Phase]:
         if not isinstance(pred, dict):
             raise ScheduleError(f"{source}: field '{w}.predicted' must be an object")
         pb = pred.get("bytes_per_step")
+        if isinstance(pb, float) and pb.is_integer():
+            pb = int(pb)  # the schema types byte counts as JSON numbers; 77528.0 is 77528
         if pb is not None:
             _int(source, f"{w}.predicted.bytes_per_step", pb)
         label = ph.get("label", "")
