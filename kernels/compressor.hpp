@@ -64,7 +64,8 @@ struct LayerState {
   std::unique_ptr<BackendState> backend; ///< optional device-side mirror (CUDA backend)
 };
 
-/// A compression method bound to a backend.
+/// A compression method bound to a backend. An instance keeps scratch buffers between calls and is
+/// not thread-safe: use one per thread (the per-layer state lives in LayerState, not here).
 class Compressor {
  public:
   virtual ~Compressor() = default;
