@@ -49,7 +49,7 @@ void powersgd_step(std::span<const float> m, std::int64_t n, std::int64_t mcols,
 struct ExactRankOptions {
   double tolerance = 1e-9;        ///< stop when every tracked eigenvalue of the Gram changes < tol·‖A‖_F²
   int max_iterations = 500;       ///< subspace iterations
-  std::int64_t dense_limit = 256; ///< min(n, m) ≤ this: dense Gram + cyclic Jacobi (all σ exactly)
+  std::int64_t dense_limit = 128; ///< min(n, m) ≤ this: dense Gram + cyclic Jacobi (all σ exactly)
   std::uint64_t seed = 0;         ///< start block of the subspace iteration
 };
 

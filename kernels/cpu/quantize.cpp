@@ -117,6 +117,18 @@ LGRECO_CPU_CLONES void sign_decode_run(const std::uint16_t* c, std::uint64_t n, 
   for (std::uint64_t j = 0; j < n; ++j) o[j] = c[j] ? sc : -sc;
 }
 
+// Prefetches the next bucket while this one is processed: the bucket loops alternate one DRAM
+// read (norm / min-max) with compute on L1-resident data (draws, levels, packing), so issuing the
+// next bucket's loads early overlaps the two.
+inline void prefetch_next(const float* x, std::uint64_t start, std::uint64_t d, std::uint64_t n) {
+  // Distance: 8 KiB ahead or one bucket, whichever is further (small buckets finish quickly).
+  const std::uint64_t ahead = std::max<std::uint64_t>(d, 2048);
+  const std::uint64_t next = start + ahead;
+  if (next >= n) return;
+  const std::uint64_t end = std::min(n, next + d);
+  for (std::uint64_t i = next; i < end; i += 16) __builtin_prefetch(x + i, 0, 3);
+}
+
 void zero(std::span<std::uint8_t> codes) { std::memset(codes.data(), 0, codes.size()); }
 
 // u for a bucket: uniforms, or the constant 0.5 (nearest rounding).
@@ -162,6 +174,7 @@ void maxmin_compress(std::span<const float> x, const MaxMinParams& p, std::uint6
   for (std::uint64_t b = 0, start = 0; start < n; ++b, start += d) {
     const std::uint64_t cnt = std::min(d, n - start);
     const float* v = x.data() + start;
+    prefetch_next(x.data(), start, d, n);
     float mn, mx;
     ordered_minmax(v, cnt, mn, mx);
     const float unit = maxmin_unit(mn, mx, p.bits);
@@ -199,6 +212,7 @@ std::uint64_t qsgd_compress(std::span<const float> x, const QsgdParams& p, std::
   for (std::uint64_t b = 0, start = 0; start < n; ++b, start += d) {
     const std::uint64_t cnt = std::min(d, n - start);
     const float* v = x.data() + start;
+    prefetch_next(x.data(), start, d, n);
     float norm;
     if (p.norm == QsgdNorm::kL2) {
       norm = bucket_l2_norm({v, cnt});
@@ -241,6 +255,7 @@ void sign_compress(std::span<const float> x, const SignParams& p, std::span<std:
   for (std::uint64_t b = 0, start = 0; start < n; ++b, start += d) {
     const std::uint64_t cnt = std::min(d, n - start);
     const float* v = x.data() + start;
+    prefetch_next(x.data(), start, d, n);
     scales[b] = bucket_l1_mean({v, cnt});
     std::uint64_t j = 0;
     if ((start & 7u) == 0) {
@@ -305,6 +320,7 @@ void nuqsgd_compress(std::span<const float> x, const NuqsgdParams& p, std::uint6
   for (std::uint64_t b = 0, start = 0; start < n; ++b, start += d) {
     const std::uint64_t cnt = std::min(d, n - start);
     const float* v = x.data() + start;
+    prefetch_next(x.data(), start, d, n);
     const float norm = bucket_l2_norm({v, cnt});
     norms[b] = norm;
     fill_uniform(seed, stream, start, cnt, sc.u.data());

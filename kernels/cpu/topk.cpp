@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <functional>
 
 #include "core/error.hpp"
 #include "core/rng.hpp"
@@ -37,59 +38,24 @@ inline std::pair<std::uint32_t, std::uint64_t> find_digit(const std::uint32_t* h
 // Radix select over n keys given by key_at(i). When kCollect, also produces the increasing indices
 // of the top k (ties → lower index).
 template <bool kCollect, typename KeyAt>
-KthKey select_impl(std::uint64_t n, std::uint64_t k, KeyAt key_at, std::vector<std::uint32_t>* out) {
-  // Sampled lower bound g of digit 1 (large inputs): a strided sample of kSample keys; g is the
-  // digit at which the sample's count from the top reaches twice the expected share of k plus a
-  // margin, so that almost surely g ≤ d1. Pass 1 then also keeps every element whose digit is ≥ g
-  // (with its index, in index order), and pass 2 runs over that short list instead of all n
-  // elements. If the bound fails (d1 < g) the full pass 2 runs: the result never depends on it.
-  constexpr std::uint64_t kSample = 1u << 14;
-  std::uint32_t g_key = 0xFFFFFFFFu;  // no collection
-  if (n >= 64 * kSample) {
-    std::array<std::uint32_t, 2048> hs{};
-    const std::uint64_t stride = n / kSample;
-    for (std::uint64_t t = 0; t < kSample; ++t) ++hs[key_at(t * stride) >> kShift1];
-    const double share = static_cast<double>(k) * static_cast<double>(kSample) / static_cast<double>(n);
-    const auto want = static_cast<std::uint64_t>(2.0 * share + 8.0 * std::sqrt(share) + 32.0);
-    if (want < kSample / 8) {
-      std::uint64_t cum = 0;
-      std::uint32_t g = 2047;
-      for (;; --g) {
-        cum += hs[g];
-        if (cum >= want || g == 0) break;
-      }
-      g_key = g << kShift1;
-    }
-  }
-  std::vector<Candidate> early;  // elements with key ≥ g_key, in index order
-
+KthKey select_core(std::uint64_t n, std::uint64_t k, KeyAt key_at, std::vector<std::uint32_t>* out) {
   // Pass 1: histogram of digit 1. Four sub-histograms break the store-to-load chain on ties.
   std::vector<std::uint32_t> h4(4 * 2048, 0);
   std::uint64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    // Keys and digits of 16 elements in one vectorisable loop, then 16 scalar increments.
-    std::uint32_t keys[16], dg[16];
-    std::uint32_t any = 0;
-    for (int l = 0; l < 16; ++l) {
-      keys[l] = key_at(i + l);
-      dg[l] = (keys[l] >> kShift1) + static_cast<std::uint32_t>(l & 3) * 2048u;
-      any |= keys[l] >= g_key ? 1u : 0u;
-    }
-    for (int l = 0; l < 16; ++l) ++h4[dg[l]];
-    if (any)
-      for (int l = 0; l < 16; ++l)
-        if (keys[l] >= g_key) early.push_back({keys[l], static_cast<std::uint32_t>(i + l)});
+  for (; i + 4 <= n; i += 4) {
+    ++h4[0 * 2048 + (key_at(i) >> kShift1)];
+    ++h4[1 * 2048 + (key_at(i + 1) >> kShift1)];
+    ++h4[2 * 2048 + (key_at(i + 2) >> kShift1)];
+    ++h4[3 * 2048 + (key_at(i + 3) >> kShift1)];
   }
-  for (; i < n; ++i) {
-    ++h4[key_at(i) >> kShift1];
-    if (key_at(i) >= g_key) early.push_back({key_at(i), static_cast<std::uint32_t>(i)});
-  }
+  for (; i < n; ++i) ++h4[key_at(i) >> kShift1];
   std::array<std::uint32_t, 2048> hist{};
   for (std::uint32_t d = 0; d < 2048; ++d) hist[d] = h4[d] + h4[2048 + d] + h4[4096 + d] + h4[6144 + d];
   const auto [d1, above1] = find_digit(hist.data(), 2048, k);
 
   // Pass 2: compact the candidates (digit 1 == d1) with a digit-2 histogram; collect indices above.
-  // Sizes are known from pass 1, so the buffers are filled by index.
+  // Sizes are known from pass 1, so the buffers are filled by index. Most elements are below d1:
+  // a vectorisable "any at or above d1" test skips 16 at a time.
   std::vector<Candidate> cand(hist[d1]);
   std::vector<std::uint32_t> above_idx(kCollect ? above1 : 0);
   std::size_t nc = 0, na = 0;
@@ -104,19 +70,14 @@ KthKey select_impl(std::uint64_t n, std::uint64_t k, KeyAt key_at, std::vector<s
       above_idx[na++] = static_cast<std::uint32_t>(j);
     }
   };
-  if (lo_key >= g_key) {
-    for (const Candidate& c : early) visit(c.key, c.index);  // the bound held: short list only
-  } else {
-    // Most elements are below d1: a vectorisable "any at or above d1" test skips 16 at a time.
-    std::uint64_t j = 0;
-    for (; j + 16 <= n; j += 16) {
-      std::uint32_t any = 0;
-      for (int l = 0; l < 16; ++l) any |= key_at(j + l) >= lo_key ? 1u : 0u;
-      if (any)
-        for (int l = 0; l < 16; ++l) visit(key_at(j + l), j + l);
-    }
-    for (; j < n; ++j) visit(key_at(j), j);
+  std::uint64_t j = 0;
+  for (; j + 16 <= n; j += 16) {
+    std::uint32_t any = 0;
+    for (int l = 0; l < 16; ++l) any |= key_at(j + l) >= lo_key ? 1u : 0u;
+    if (any)
+      for (int l = 0; l < 16; ++l) visit(key_at(j + l), j + l);
   }
+  for (; j < n; ++j) visit(key_at(j), j);
   const std::uint64_t k2 = k - above1;
   const auto [d2, above2] = find_digit(hist2.data(), 2048, k2);
   const std::uint64_t k3 = k2 - above2;
@@ -144,6 +105,49 @@ KthKey select_impl(std::uint64_t n, std::uint64_t k, KeyAt key_at, std::vector<s
     std::merge(above_idx.begin(), above_idx.end(), picked.begin(), picked.end(), out->begin());
   }
   return r;
+}
+
+// Sampled prefilter for large inputs: a strided sample of kSample keys gives a key bound g with
+// (almost surely) at least k keys ≥ g in the full input; one vectorised pass keeps the keys ≥ g
+// with their indices (in index order), and the radix select runs on that short list. Since every
+// key ≥ the k-th largest is then in the list (and in index order), the result is exactly the full
+// selection; if fewer than k keys pass, the plain two-pass select runs on everything.
+template <bool kCollect, typename KeyAt>
+KthKey select_impl(std::uint64_t n, std::uint64_t k, KeyAt key_at, std::vector<std::uint32_t>* out) {
+  constexpr std::uint64_t kSample = 1u << 14;
+  if (n >= 64 * kSample && k <= n / 16) {
+    std::vector<std::uint32_t> sample(kSample);
+    const std::uint64_t stride = n / kSample;
+    for (std::uint64_t t = 0; t < kSample; ++t) sample[t] = key_at(t * stride);
+    // Expected sample count above the k-th largest: k·S/n; take 1.25× plus 4 sd plus 16.
+    const double share = static_cast<double>(k) * static_cast<double>(kSample) / static_cast<double>(n);
+    const auto want = std::min<std::uint64_t>(kSample, static_cast<std::uint64_t>(1.25 * share + 4.0 * std::sqrt(share) + 16.0));
+    std::nth_element(sample.begin(), sample.begin() + static_cast<std::ptrdiff_t>(want - 1), sample.end(),
+                     std::greater<std::uint32_t>());
+    const std::uint32_t g = sample[want - 1];
+    std::vector<Candidate> list;
+    list.reserve(static_cast<std::size_t>(2.0 * static_cast<double>(want) * static_cast<double>(stride)));
+    std::uint64_t j = 0;
+    for (; j + 8 <= n; j += 8) {
+      std::uint32_t any = 0;
+      for (int l = 0; l < 8; ++l) any |= key_at(j + l) >= g ? 1u : 0u;
+      if (any)
+        for (int l = 0; l < 8; ++l)
+          if (key_at(j + l) >= g) list.push_back({key_at(j + l), static_cast<std::uint32_t>(j + l)});
+    }
+    for (; j < n; ++j)
+      if (key_at(j) >= g) list.push_back({key_at(j), static_cast<std::uint32_t>(j)});
+    if (list.size() >= k) {
+      const Candidate* lp = list.data();
+      std::vector<std::uint32_t> local;
+      const KthKey r = select_core<kCollect>(list.size(), k, [lp](std::uint64_t i) { return lp[i].key; }, &local);
+      if constexpr (kCollect)
+        for (auto& idx : local) idx = list[idx].index;
+      if (kCollect) *out = std::move(local);
+      return r;
+    }
+  }
+  return select_core<kCollect>(n, k, key_at, out);
 }
 
 void check_sizes(std::uint64_t n, std::uint64_t k, bool allow_zero, const char* what) {

@@ -136,10 +136,10 @@ TEST_CASE("random-k indices: k distinct, increasing, shared by seed, uniform inc
 }
 
 TEST_CASE("top-k on large inputs: sampled-bound path and its fallback give the exact answer", "[topk]") {
-  // n ≥ 2^20 enables the sampled lower bound of the candidate digit (see topk.cpp). Normal,
-  // heavy-tailed and tied inputs exercise the short-list path; the adversarial input below puts
-  // 50 huge values exactly on the sampled positions (every 64th element) with k = 100, so the
-  // sample overestimates the threshold and the full second pass must run.
+  // n ≥ 2^20 and k ≤ n/16 enable the sampled prefilter (see topk.cpp). Normal, heavy-tailed and
+  // tied inputs exercise the short-list path (k = n/4 the plain path); the adversarial input below
+  // puts 50 huge values exactly on the sampled positions (every 64th element) with k = 100, so the
+  // sample overestimates the threshold, fewer than k keys pass, and the plain select must run.
   const std::uint64_t n = std::uint64_t{1} << 20;
   for (Dist d : {Dist::kNormal, Dist::kHeavyTailed, Dist::kManyTies, Dist::kAllEqual}) {
     const auto x = make_input(n, d, 77);
