@@ -46,7 +46,7 @@ int main() {
     }
     std::vector<float> buf(static_cast<std::size_t>(kNumel));
     {
-      TraceWriter w(file, {"stream-check", 1, StorageDtype::kFloat16, "stream_memory_check", ""}, layers, Overwrite::kRefuse);
+      TraceWriter w(file, {"stream-check", 1, StorageDtype::kFloat16, "stream_memory_check", "", ""}, layers, Overwrite::kRefuse);
       for (std::int64_t t = 0; t < kSteps; ++t) w.add_step(t);
       for (std::int64_t i = 0; i < kLayers; ++i) {
         for (std::int64_t t = 0; t < kSteps; ++t) {
