@@ -32,23 +32,14 @@ WindowPlan plan_windows(const std::vector<std::int64_t>& steps, const WindowConf
   if (steps.empty()) throw InputError("trace has no recorded steps");
 
   WindowPlan plan;
-  const std::vector<Burst> all = find_bursts(steps);
-  const bool any_after = steps.back() >= config.warmup_steps;
-  if (!any_after) {
+  plan.bursts = find_bursts(steps);
+  std::size_t inside = 0;
+  while (inside < steps.size() && steps[inside] < config.warmup_steps) ++inside;
+  if (inside > 0) {
     plan.warmup_shrunk = true;
-    plan.notes.push_back("every recorded step (last " + std::to_string(steps.back()) + ") lies inside the " +
-                         std::to_string(config.warmup_steps) + "-step warm-up: all of the trace's steps are used");
-    plan.bursts = all;
-  } else {
-    // Drop warm-up rows; a burst that straddles the warm-up end keeps its post-warm-up part (the
-    // residual is zero at the end of uncompressed training, as it is at a burst start).
-    for (const Burst& b : all) {
-      const std::int64_t last = b.first_step + static_cast<std::int64_t>(b.count) - 1;
-      if (last < config.warmup_steps) continue;
-      const std::int64_t skip = std::max<std::int64_t>(0, config.warmup_steps - b.first_step);
-      plan.bursts.push_back(Burst{b.first_row + static_cast<std::size_t>(skip), b.count - static_cast<std::size_t>(skip),
-                                  b.first_step + skip});
-    }
+    plan.notes.push_back(std::to_string(inside) + " of " + std::to_string(steps.size()) + " recorded steps lie inside the " +
+                         std::to_string(config.warmup_steps) +
+                         "-step warm-up (uncompressed in training); they are replayed as windows all the same");
   }
 
   const auto period = static_cast<std::size_t>(config.period_steps);
