@@ -136,3 +136,131 @@ def test_notebook_intro_commands_use_real_flags(name, lgreco, available):
         help_text = lgreco(*sub.split(), "--help", check=True).stdout
         for flag in re.findall(r"(?<!\S)(--[a-z][a-z0-9-]*)", line):
             assert flag in help_text, f"{name}.ipynb: `lgreco {sub}` has no {flag} (intro line {line!r})"
+
+
+# ---------------------------------------------------------------- inputs generated with the CLI
+# Kept small: a synthetic resnet18 trace of a few steps, a handful of what-if points.
+
+TRACE_STEPS = 8
+
+
+def synth_trace(lgreco, tmp_path, steps=TRACE_STEPS):
+    path = tmp_path / "trace.h5"
+    lgreco("trace", "synth", "--model", "resnet18", "--steps", steps, "--out", path, check=True)
+    return path
+
+
+def plan(lgreco, tmp_path, trace, *extra):
+    schedule, tables = tmp_path / "schedule.json", tmp_path / "tables.json"
+    lgreco("plan", "--trace", trace, "--family", "powersgd", "--tables-out", tables, "--out", schedule, *extra,
+           check=True)
+    return tables, schedule
+
+
+def close(a, b, rel=1e-9):
+    return math.isclose(a, b, rel_tol=rel, abs_tol=1e-12)
+
+
+# ---------------------------------------------------------------- execution, one test per notebook
+
+
+def test_whatif_bandwidth_notebook(lgreco, available, tmp_path):
+    require("whatif-bandwidth", available)
+    trace = synth_trace(lgreco, tmp_path)
+    whatif = tmp_path / "whatif.json"
+    lgreco("whatif", "--trace", trace, "--family", "powersgd", "--bandwidth", "1Gbps:400Gbps", "--nodes", "1,4",
+           "--format", "json", "--out", whatif, check=True)
+    doc = json.loads(whatif.read_text())
+    threshold = 1.05
+    summary = execute("whatif-bandwidth", tmp_path, {"LGRECO_NB_WHATIF": whatif, "LGRECO_NB_PAYOFF_SPEEDUP": threshold})
+
+    nodes = sorted({p["nodes"] for p in doc["points"]})
+    assert [e["nodes"] for e in summary["by_nodes"]] == nodes
+    for entry in summary["by_nodes"]:
+        pts = sorted((p for p in doc["points"] if p["nodes"] == entry["nodes"]), key=lambda p: p["bandwidth_Gbps"])
+        bw, s = [p["bandwidth_Gbps"] for p in pts], [p["adaptive_speedup"] for p in pts]
+        assert entry["bandwidths_Gbps"] == bw
+        assert entry["adaptive_speedup"] == s
+        assert entry["uniform_speedup"] == [p["uniform_speedup"] for p in pts]
+        for p in pts:  # the contract the notebook relies on: speedup = uncompressed / schedule step time
+            assert close(p["adaptive_speedup"], p["uncompressed_step_s"] / p["adaptive_step_s"], 1e-6), p
+        status, b_star = entry["payoff_status"], entry["payoff_bandwidth_Gbps"]
+        above = [i for i, x in enumerate(s) if x >= threshold]
+        if status == "never":
+            assert not above and b_star == bw[0]
+        elif status == "beyond-range":
+            assert above[-1] == len(s) - 1 and b_star is None
+        else:
+            assert status == "within", status
+            i = above[-1]
+            assert i < len(s) - 1 and all(x < threshold for x in s[i + 1:])
+            assert bw[i] <= b_star <= bw[i + 1], (bw[i], b_star, bw[i + 1])
+        assert close(entry["max_adaptive_speedup"], max(s))
+
+
+def test_layer_tradeoffs_notebook(lgreco, available, tmp_path):
+    require("layer-tradeoffs", available)
+    tables_path, schedule_path = plan(lgreco, tmp_path, synth_trace(lgreco, tmp_path))
+    summary = execute("layer-tradeoffs", tmp_path, {"LGRECO_NB_TABLES": tables_path, "LGRECO_NB_SCHEDULE": schedule_path})
+    tables, schedule = json.loads(tables_path.read_text()), json.loads(schedule_path.read_text())
+
+    assert summary["unmatched"] == [], summary["unmatched"]
+    phase = next(p for p in schedule["phases"] if p["label"] == summary["phase"])
+    window = tables["windows"][summary["window"]]
+    assert [l["name"] for l in summary["layers"]] == [l["name"] for l in window["layers"]]
+    for row, layer in zip(summary["layers"], window["layers"]):
+        cand = layer["candidates"][row["chosen_index"]]
+        assert cand["method"] == phase["layers"][layer["name"]]["method"], layer["name"]
+        assert row["chosen_bytes"] == cand["bytes"] and row["chosen_error"] == cand["error"]
+        assert row["uniform_bytes"] == layer["candidates"][layer["default"]]["bytes"]
+    # Conservation: bytes by kind add up to the total, which is what the schedule predicts for the phase.
+    assert sum(v["layers"] for v in summary["by_kind"].values()) == len(window["layers"])
+    assert close(sum(v["chosen_bytes"] for v in summary["by_kind"].values()), summary["total_chosen_bytes"])
+    assert close(summary["total_chosen_bytes"], phase["predicted"]["bytes_per_step"], 1e-6)
+    assert close(summary["total_uncompressed_bytes"], 4 * sum(l["numel"] for l in window["layers"]))
+
+
+def test_network_validation_notebook(lgreco, available, tmp_path, shared_dir):
+    require("network-validation", available)
+    tsv = nccl_tsv(shared_dir)
+    preset, fit, fitted = tmp_path / "predict-preset.json", tmp_path / "fit.json", tmp_path / "predict-fit.json"
+    lgreco("net", "calibrate", tsv, "--out", fit, check=True)
+    for out, source in ((preset, ["--topology", "1x8xA100-NVSwitch"]), (fitted, ["--calibration", fit])):
+        p = lgreco("net", "predict", *source, "--collective", "allreduce", "--sizes-from", tsv, "--format", "json",
+                   check=True)
+        out.write_text(p.stdout)
+    summary = execute("network-validation", tmp_path, {"LGRECO_NB_MEASURED": tsv, "LGRECO_NB_PRED_PRESET": preset,
+                                                       "LGRECO_NB_PRED_FIT": fitted})
+
+    rows = [l.split("\t") for l in tsv.read_text().splitlines() if l and not l.startswith("#")][1:]
+    assert summary["sizes_bytes"] == sorted(int(r[0]) for r in rows)
+    meas = {int(r[0]): float(r[1]) * 1e-6 for r in rows}
+    assert all(close(summary["measured_time_s"][i], meas[s]) for i, s in enumerate(summary["sizes_bytes"]))
+    for name, path in (("preset", preset), ("fit", fitted)):
+        pred = {int(r["size_bytes"]): r["time_us"] * 1e-6 for r in json.loads(path.read_text())["predictions"]}
+        rel = [(pred[s] - meas[s]) / meas[s] for s in summary["sizes_bytes"]]
+        assert all(close(a, b) for a, b in zip(summary["relative_error"][name], rel)), name
+        assert close(summary["stats"][name]["all"]["mean_abs_rel_error"], sum(map(abs, rel)) / len(rel))
+        assert close(summary["stats"][name]["all"]["max_abs_rel_error"], max(map(abs, rel)))
+
+
+def test_schedule_inspection_notebook(lgreco, available, tmp_path):
+    require("schedule-inspection", available)
+    _, schedule_path = plan(lgreco, tmp_path, synth_trace(lgreco, tmp_path, steps=16), "--replan-every", "8")
+    simulate = tmp_path / "simulate.json"
+    p = lgreco("simulate", "--schedule", schedule_path, "--format", "json", check=True)
+    simulate.write_text(p.stdout)
+    summary = execute("schedule-inspection", tmp_path, {"LGRECO_NB_SCHEDULE": schedule_path,
+                                                        "LGRECO_NB_SIMULATE": simulate})
+    schedule, sim = json.loads(schedule_path.read_text()), json.loads(simulate.read_text())
+
+    params = len(schedule["phases"][0]["layers"])
+    assert summary["parameters"] == params
+    assert [(p["label"], p["start_step"], p["end_step"], p["bytes_per_step"]) for p in summary["phases"]] == \
+        [(p["label"], p["start_step"], p["end_step"], p["predicted"]["bytes_per_step"]) for p in schedule["phases"]]
+    for p in summary["phases"]:
+        assert sum(p["methods"].values()) == params
+    g = summary["gantt"]
+    assert g["bars"] == len(sim["gantt"])
+    assert close(g["step_s"], sim["step"]["step_s"])
+    assert g["compute_end_s"] <= g["step_s"] + 1e-12 and g["comm_end_s"] <= g["step_s"] + 1e-12
