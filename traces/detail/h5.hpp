@@ -1,0 +1,72 @@
+#pragma once
+// Private to traces/*.cpp: RAII handles and attribute helpers over the HDF5 1.10 C API. Public
+// headers never include this file. Every failure throws TraceError prefixed by the caller's context.
+#include <hdf5.h>
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace lgreco::traces::h5 {
+
+/// Silences HDF5's own error-stack printing (once per process); call before any HDF5 use.
+void init();
+
+/// Owns one HDF5 identifier of any type (closed with H5Idec_ref).
+class Handle {
+ public:
+  Handle() = default;
+  explicit Handle(hid_t id) : id_(id) {}
+  Handle(const Handle&) = delete;
+  Handle& operator=(const Handle&) = delete;
+  Handle(Handle&& o) noexcept : id_(std::exchange(o.id_, H5I_INVALID_HID)) {}
+  Handle& operator=(Handle&& o) noexcept {
+    if (this != &o) {
+      reset();
+      id_ = std::exchange(o.id_, H5I_INVALID_HID);
+    }
+    return *this;
+  }
+  ~Handle() { reset(); }
+  void reset() noexcept {
+    if (id_ >= 0) H5Idec_ref(id_);
+    id_ = H5I_INVALID_HID;
+  }
+  hid_t get() const { return id_; }
+  /// Gives up ownership (the caller closes the id).
+  hid_t release() noexcept { return std::exchange(id_, H5I_INVALID_HID); }
+  bool valid() const { return id_ >= 0; }
+
+ private:
+  hid_t id_ = H5I_INVALID_HID;
+};
+
+/// Throws TraceError(context + ": " + what) when `id` is negative; otherwise owns it.
+Handle checked(hid_t id, const std::string& context, const std::string& what);
+/// Throws TraceError(context + ": " + what) when `status` is negative.
+void check(herr_t status, const std::string& context, const std::string& what);
+
+/// The file type used for binary16 (IEEE half, little endian), as h5py creates it.
+Handle float16_type();
+
+/// Whether an attribute exists on `loc`.
+bool has_attr(hid_t loc, const std::string& name);
+/// Attribute writers (variable-length UTF-8 strings, int64 scalars, int64 1-D arrays).
+void write_attr(hid_t loc, const std::string& name, const std::string& value, const std::string& context);
+void write_attr(hid_t loc, const std::string& name, std::int64_t value, const std::string& context);
+void write_attr(hid_t loc, const std::string& name, const std::vector<std::int64_t>& value, const std::string& context);
+/// Attribute readers: accept fixed or variable-length strings; integer scalars or 1-element arrays
+/// of any integer type; errors say which attribute is missing or has the wrong type.
+std::string read_attr_string(hid_t loc, const std::string& name, const std::string& context);
+std::int64_t read_attr_int(hid_t loc, const std::string& name, const std::string& context);
+std::vector<std::int64_t> read_attr_int_array(hid_t loc, const std::string& name, const std::string& context);
+
+/// Whether `path` names an existing link below `loc` (intermediate groups checked one by one).
+bool exists(hid_t loc, const std::string& path);
+/// Dimensions of a dataset's dataspace.
+std::vector<std::int64_t> dataset_dims(hid_t dset, const std::string& context);
+/// "[2, 3]".
+std::string format_dims(const std::vector<std::int64_t>& dims);
+
+}  // namespace lgreco::traces::h5

@@ -1,0 +1,332 @@
+#include "traces/reader.hpp"
+
+#include <algorithm>
+#include <set>
+#include <system_error>
+
+#include "core/error.hpp"
+#include "traces/detail/h5.hpp"
+#include "traces/half.hpp"
+
+namespace lgreco::traces {
+namespace fs = std::filesystem;
+
+struct TraceReader::Impl {
+  fs::path path;
+  std::string ctx;  // "trace <file>"
+  TraceHeader header;
+  std::vector<TraceLayer> layers;
+  std::vector<std::int64_t> steps;
+  std::vector<bool> has_compute_time;
+  h5::Handle file;
+  h5::Handle dapl;  // dataset access without chunk cache
+  mutable std::vector<std::uint16_t> scratch;
+
+  std::string layer_ctx(std::size_t i, const char* dataset = "grad") const {
+    return ctx + ": layer '" + layers[i].name + "' (" + layer_group_path(i) + "/" + dataset + ")";
+  }
+  void open();
+  void read_root();
+  void read_steps();
+  void read_layers();
+  void check_grad(std::size_t i);
+  std::optional<std::vector<double>> read_series(const std::string& path, const std::string& what) const;
+};
+
+namespace {
+
+bool is_float16(hid_t t) {
+  std::size_t spos, epos, esize, mpos, msize;
+  if (H5Tget_class(t) != H5T_FLOAT || H5Tget_size(t) != 2) return false;
+  if (H5Tget_fields(t, &spos, &epos, &esize, &mpos, &msize) < 0) return false;
+  return spos == 15 && epos == 10 && esize == 5 && mpos == 0 && msize == 10 && H5Tget_ebias(t) == 15;
+}
+
+std::string describe_type(hid_t t) {
+  const H5T_class_t c = H5Tget_class(t);
+  const std::string bits = std::to_string(8 * H5Tget_size(t));
+  if (c == H5T_FLOAT) return "float" + bits;
+  if (c == H5T_INTEGER) return (H5Tget_sign(t) == H5T_SGN_NONE ? "uint" : "int") + bits;
+  if (c == H5T_STRING) return "string";
+  return "a non-numeric type";
+}
+
+}  // namespace
+
+void TraceReader::Impl::open() {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) throw TraceError(ctx + ": no such file");
+  if (fs::is_directory(path, ec)) throw TraceError(ctx + ": is a directory, expected an HDF5 file");
+  const std::string p = path.string();
+  if (H5Fis_hdf5(p.c_str()) <= 0) {
+    throw TraceError(ctx + ": not an HDF5 file (no HDF5 signature: wrong file, or corrupt)");
+  }
+  h5::Handle fapl = h5::checked(H5Pcreate(H5P_FILE_ACCESS), ctx, "cannot create property list");
+  h5::check(H5Pset_cache(fapl.get(), 0, 0, 0, 1.0), ctx, "cannot set the chunk cache");
+  file = h5::Handle(H5Fopen(p.c_str(), H5F_ACC_RDONLY, fapl.get()));
+  if (!file.valid()) throw TraceError(ctx + ": cannot open the HDF5 file (truncated or corrupt)");
+  dapl = h5::checked(H5Pcreate(H5P_DATASET_ACCESS), ctx, "cannot create property list");
+  h5::check(H5Pset_chunk_cache(dapl.get(), 0, 0, 1.0), ctx, "cannot set the chunk cache");
+}
+
+void TraceReader::Impl::read_root() {
+  const hid_t root = file.get();
+  if (!h5::has_attr(root, "format")) {
+    throw TraceError(ctx + ": root attribute 'format' is missing (not an lgreco trace)");
+  }
+  const std::string format = h5::read_attr_string(root, "format", ctx);
+  if (format != kTraceFormatName) {
+    throw TraceError(ctx + ": root attribute 'format' is '" + format + "', expected '" + kTraceFormatName + "'");
+  }
+  const std::int64_t version = h5::read_attr_int(root, "version", ctx);
+  if (version != kTraceFormatVersion) {
+    throw TraceError(ctx + ": format version " + std::to_string(version) + " is not supported (this build reads version " +
+                     std::to_string(kTraceFormatVersion) + ")");
+  }
+  header.model = h5::read_attr_string(root, "model", ctx);
+  header.world_size = h5::read_attr_int(root, "world_size", ctx);
+  if (header.world_size < 1) {
+    throw TraceError(ctx + ": root attribute 'world_size' is " + std::to_string(header.world_size) + ", expected >= 1");
+  }
+  const std::string dtype = h5::read_attr_string(root, "dtype", ctx);
+  try {
+    header.dtype = parse_storage_dtype(dtype);
+  } catch (const ConfigError&) {
+    throw TraceError(ctx + ": root attribute 'dtype' is '" + dtype + "', expected float32, float16 or bfloat16");
+  }
+  header.producer = h5::read_attr_string(root, "producer", ctx);
+  header.created = h5::read_attr_string(root, "created", ctx);
+}
+
+void TraceReader::Impl::read_steps() {
+  const std::string where = ctx + ": /steps";
+  if (!h5::exists(file.get(), "steps")) throw TraceError(where + ": dataset is missing");
+  h5::Handle d = h5::checked(H5Dopen2(file.get(), "steps", H5P_DEFAULT), where, "cannot open (corrupt?)");
+  h5::Handle t = h5::checked(H5Dget_type(d.get()), where, "cannot read the type");
+  if (H5Tget_class(t.get()) != H5T_INTEGER) {
+    throw TraceError(where + ": dataset type is " + describe_type(t.get()) + ", expected int64");
+  }
+  const auto dims = h5::dataset_dims(d.get(), where);
+  if (dims.size() != 1) {
+    throw TraceError(where + ": dataset has " + std::to_string(dims.size()) + " dims, expected 1");
+  }
+  steps.resize(static_cast<std::size_t>(dims[0]));
+  if (!steps.empty()) {
+    h5::check(H5Dread(d.get(), H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, steps.data()), where,
+              "cannot read (truncated or corrupt)");
+  }
+  for (std::size_t i = 1; i < steps.size(); ++i) {
+    if (steps[i] <= steps[i - 1]) {
+      throw TraceError(where + ": step ids must be strictly increasing, but index " + std::to_string(i) + " is " +
+                       std::to_string(steps[i]) + " after " + std::to_string(steps[i - 1]));
+    }
+  }
+}
+
+void TraceReader::Impl::read_layers() {
+  if (!h5::exists(file.get(), "layers")) throw TraceError(ctx + ": group /layers is missing");
+  h5::Handle g = h5::checked(H5Gopen2(file.get(), "layers", H5P_DEFAULT), ctx + ": /layers", "cannot open (corrupt?)");
+  H5G_info_t info;
+  h5::check(H5Gget_info(g.get(), &info), ctx + ": /layers", "cannot list members (corrupt?)");
+  const std::size_t n = info.nlinks;
+  std::set<std::string> names;
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::string gpath = layer_group_path(i);
+    const std::string lctx = ctx + ": " + gpath;
+    if (!h5::exists(file.get(), gpath)) {
+      throw TraceError(lctx + ": group is missing (/layers has " + std::to_string(n) +
+                       " members; they must be named 000000 to " + layer_group_path(n - 1).substr(8) + ")");
+    }
+    h5::Handle lg = h5::checked(H5Gopen2(file.get(), gpath.c_str(), H5P_DEFAULT), lctx, "is not a group");
+    TraceLayer l;
+    l.name = h5::read_attr_string(lg.get(), "name", lctx);
+    const std::string nctx = ctx + ": layer '" + l.name + "' (" + gpath + ")";
+    if (!names.insert(l.name).second) throw TraceError(nctx + ": duplicate layer name");
+    l.shape = h5::read_attr_int_array(lg.get(), "shape", nctx);
+    l.numel = h5::read_attr_int(lg.get(), "numel", nctx);
+    if (l.shape.empty()) throw TraceError(nctx + ": attribute 'shape' is empty (a scalar is recorded as [1])");
+    for (auto dim : l.shape) {
+      if (dim < 1) throw TraceError(nctx + ": attribute 'shape' " + h5::format_dims(l.shape) + " has a dimension < 1");
+    }
+    if (l.numel != numel_of(l.shape)) {
+      throw TraceError(nctx + ": attribute 'numel' is " + std::to_string(l.numel) + " but shape " +
+                       h5::format_dims(l.shape) + " has " + std::to_string(numel_of(l.shape)) + " elements");
+    }
+    const std::string kind = h5::read_attr_string(lg.get(), "kind", nctx);
+    try {
+      l.kind = parse_layer_kind(kind);
+    } catch (const ConfigError&) {
+      throw TraceError(nctx + ": attribute 'kind' is '" + kind + "', expected weight, bias, norm or embedding");
+    }
+    l.bucket = h5::read_attr_int(lg.get(), "bucket", nctx);
+    l.backward_order = h5::read_attr_int(lg.get(), "backward_order", nctx);
+    const std::string dtype = h5::read_attr_string(lg.get(), "dtype", nctx);
+    try {
+      l.dtype = parse_storage_dtype(dtype);
+    } catch (const ConfigError&) {
+      throw TraceError(nctx + ": attribute 'dtype' is '" + dtype + "', expected float32, float16 or bfloat16");
+    }
+    layers.push_back(std::move(l));
+    check_grad(i);
+    has_compute_time.push_back(h5::exists(file.get(), gpath + "/compute_time_s"));
+    if (has_compute_time.back()) read_series(gpath + "/compute_time_s", layer_ctx(i, "compute_time_s"));
+  }
+}
+
+void TraceReader::Impl::check_grad(std::size_t i) {
+  const TraceLayer& l = layers[i];
+  const std::string where = layer_ctx(i);
+  const std::string dpath = layer_group_path(i) + "/grad";
+  if (!h5::exists(file.get(), dpath)) throw TraceError(where + ": dataset is missing");
+  h5::Handle d = h5::checked(H5Dopen2(file.get(), dpath.c_str(), dapl.get()), where, "cannot open (corrupt?)");
+  const auto dims = h5::dataset_dims(d.get(), where);
+  if (dims.size() != 2) throw TraceError(where + ": dataset has " + std::to_string(dims.size()) + " dims, expected 2");
+  if (dims[0] != static_cast<std::int64_t>(steps.size()) || dims[1] != l.numel) {
+    throw TraceError(where + ": dataset shape is " + h5::format_dims(dims) + ", expected [" + std::to_string(steps.size()) +
+                     ", " + std::to_string(l.numel) + "] (steps, numel)");
+  }
+  h5::Handle t = h5::checked(H5Dget_type(d.get()), where, "cannot read the type");
+  bool ok = false;
+  switch (l.dtype) {
+    case StorageDtype::kFloat32:
+      ok = H5Tequal(t.get(), H5T_IEEE_F32LE) > 0 || H5Tequal(t.get(), H5T_IEEE_F32BE) > 0;
+      break;
+    case StorageDtype::kFloat16: ok = is_float16(t.get()); break;
+    case StorageDtype::kBFloat16:
+      ok = H5Tget_class(t.get()) == H5T_INTEGER && H5Tget_size(t.get()) == 2 && H5Tget_sign(t.get()) == H5T_SGN_NONE;
+      if (ok && h5::has_attr(d.get(), "dtype") && h5::read_attr_string(d.get(), "dtype", where) != "bfloat16") {
+        throw TraceError(where + ": dataset attribute 'dtype' is '" + h5::read_attr_string(d.get(), "dtype", where) +
+                         "', expected 'bfloat16' for a uint16 dataset");
+      }
+      break;
+  }
+  if (!ok) {
+    throw TraceError(where + ": dataset type is " + describe_type(t.get()) + ", but the layer's dtype is " +
+                     to_string(l.dtype) + (l.dtype == StorageDtype::kBFloat16 ? " (stored as uint16)" : ""));
+  }
+}
+
+std::optional<std::vector<double>> TraceReader::Impl::read_series(const std::string& dpath, const std::string& where) const {
+  if (!h5::exists(file.get(), dpath)) return std::nullopt;
+  h5::Handle d = h5::checked(H5Dopen2(file.get(), dpath.c_str(), H5P_DEFAULT), where, "cannot open (corrupt?)");
+  h5::Handle t = h5::checked(H5Dget_type(d.get()), where, "cannot read the type");
+  if (H5Tget_class(t.get()) != H5T_FLOAT && H5Tget_class(t.get()) != H5T_INTEGER) {
+    throw TraceError(where + ": dataset type is " + describe_type(t.get()) + ", expected float64");
+  }
+  const auto dims = h5::dataset_dims(d.get(), where);
+  if (dims.size() != 1 || dims[0] != static_cast<std::int64_t>(steps.size())) {
+    throw TraceError(where + ": dataset shape is " + h5::format_dims(dims) + ", expected [" + std::to_string(steps.size()) +
+                     "] (one value per step)");
+  }
+  std::vector<double> v(steps.size());
+  if (!v.empty()) {
+    h5::check(H5Dread(d.get(), H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()), where,
+              "cannot read (truncated or corrupt)");
+  }
+  return v;
+}
+
+TraceReader::TraceReader(const fs::path& path) : impl_(std::make_unique<Impl>()) {
+  h5::init();
+  impl_->path = path;
+  impl_->ctx = "trace " + path.string();
+  impl_->open();
+  impl_->read_root();
+  impl_->read_steps();
+  impl_->read_layers();
+  impl_->read_series("loss", impl_->ctx + ": /loss");
+  impl_->read_series("lr", impl_->ctx + ": /lr");
+}
+
+TraceReader::~TraceReader() = default;
+TraceReader::TraceReader(TraceReader&&) noexcept = default;
+
+const fs::path& TraceReader::path() const { return impl_->path; }
+const TraceHeader& TraceReader::header() const { return impl_->header; }
+const std::vector<TraceLayer>& TraceReader::layers() const { return impl_->layers; }
+const std::vector<std::int64_t>& TraceReader::steps() const { return impl_->steps; }
+std::vector<Burst> TraceReader::bursts() const { return find_bursts(impl_->steps); }
+std::string TraceReader::layer_context(std::size_t layer) const { return impl_->layer_ctx(layer); }
+
+std::size_t TraceReader::find_layer(const std::string& name) const {
+  for (std::size_t i = 0; i < impl_->layers.size(); ++i) {
+    if (impl_->layers[i].name == name) return i;
+  }
+  throw TraceError(impl_->ctx + ": no layer named '" + name + "'");
+}
+
+void TraceReader::read(std::size_t layer, std::size_t t, std::span<float> out) const {
+  if (layer < impl_->layers.size() && static_cast<std::int64_t>(out.size()) != impl_->layers[layer].numel) {
+    throw Error(impl_->layer_ctx(layer) + ": buffer has " + std::to_string(out.size()) + " elements, expected numel " +
+                std::to_string(impl_->layers[layer].numel));
+  }
+  read_range(layer, t, 0, out);
+}
+
+void TraceReader::read_range(std::size_t layer, std::size_t t, std::int64_t offset, std::span<float> out) const {
+  const Impl& m = *impl_;
+  if (layer >= m.layers.size()) {
+    throw Error(m.ctx + ": layer index " + std::to_string(layer) + " out of range (" + std::to_string(m.layers.size()) +
+                " layers)");
+  }
+  const TraceLayer& l = m.layers[layer];
+  const std::string where = m.layer_ctx(layer);
+  if (t >= m.steps.size()) {
+    throw Error(where + ": step index " + std::to_string(t) + " out of range (trace has " + std::to_string(m.steps.size()) +
+                " steps)");
+  }
+  const auto count = static_cast<std::int64_t>(out.size());
+  if (offset < 0 || offset + count > l.numel) {
+    throw Error(where + ": range [" + std::to_string(offset) + ", " + std::to_string(offset + count) +
+                ") outside [0, numel = " + std::to_string(l.numel) + ")");
+  }
+  if (count == 0) return;
+  const std::string dpath = layer_group_path(layer) + "/grad";
+  h5::Handle d = h5::checked(H5Dopen2(m.file.get(), dpath.c_str(), m.dapl.get()), where, "cannot open (corrupt?)");
+  h5::Handle fspace = h5::checked(H5Dget_space(d.get()), where, "cannot read the dataspace");
+  const std::string fail = "cannot read step index " + std::to_string(t) + " (truncated or corrupt data)";
+  // float32 goes straight into the caller's buffer; 16-bit types are decoded one chunk at a time.
+  const std::int64_t chunk = chunk_elements(l.numel, l.dtype);
+  std::int64_t pos = offset;
+  while (pos < offset + count) {
+    const std::int64_t end = l.dtype == StorageDtype::kFloat32 ? offset + count
+                                                               : std::min(offset + count, (pos / chunk + 1) * chunk);
+    const std::int64_t len = end - pos;
+    const hsize_t start[2] = {static_cast<hsize_t>(t), static_cast<hsize_t>(pos)};
+    const hsize_t cnt[2] = {1, static_cast<hsize_t>(len)};
+    h5::check(H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, start, nullptr, cnt, nullptr), where, fail);
+    const hsize_t mcount = static_cast<hsize_t>(len);
+    h5::Handle mspace = h5::checked(H5Screate_simple(1, &mcount, nullptr), where, "cannot create dataspace");
+    float* dst = out.data() + (pos - offset);
+    if (l.dtype == StorageDtype::kFloat32) {
+      h5::check(H5Dread(d.get(), H5T_NATIVE_FLOAT, mspace.get(), fspace.get(), H5P_DEFAULT, dst), where, fail);
+    } else {
+      m.scratch.resize(static_cast<std::size_t>(len));
+      if (l.dtype == StorageDtype::kFloat16) {
+        h5::Handle mtype = h5::float16_type();  // little-endian binary16: the encoded bits, no value conversion
+        h5::check(H5Dread(d.get(), mtype.get(), mspace.get(), fspace.get(), H5P_DEFAULT, m.scratch.data()), where, fail);
+        for (std::int64_t k = 0; k < len; ++k) dst[k] = half_to_float(m.scratch[k]);
+      } else {
+        h5::check(H5Dread(d.get(), H5T_NATIVE_UINT16, mspace.get(), fspace.get(), H5P_DEFAULT, m.scratch.data()), where,
+                  fail);
+        for (std::int64_t k = 0; k < len; ++k) dst[k] = bfloat16_to_float(m.scratch[k]);
+      }
+    }
+    pos = end;
+  }
+}
+
+std::optional<std::vector<double>> TraceReader::compute_time_s(std::size_t layer) const {
+  if (layer >= impl_->layers.size() || !impl_->has_compute_time[layer]) return std::nullopt;
+  return impl_->read_series(layer_group_path(layer) + "/compute_time_s", impl_->layer_ctx(layer, "compute_time_s"));
+}
+std::optional<std::vector<double>> TraceReader::loss() const { return impl_->read_series("loss", impl_->ctx + ": /loss"); }
+std::optional<std::vector<double>> TraceReader::lr() const { return impl_->read_series("lr", impl_->ctx + ": /lr"); }
+
+std::uint64_t TraceReader::file_size_bytes() const {
+  std::error_code ec;
+  const auto n = fs::file_size(impl_->path, ec);
+  return ec ? 0 : n;
+}
+
+}  // namespace lgreco::traces
