@@ -57,15 +57,15 @@ skip() {  # skip NAME WHY
 }
 
 trace() {  # the synthetic trace, made once
-  [[ -f "$IN/trace.h5" ]] || "$LGRECO" trace synth --model "$MODEL" --steps "$STEPS" --out "$IN/trace.h5"
+  [[ -f "$IN/trace.h5" ]] || "$LGRECO" trace synth --model "$MODEL" --steps "$STEPS" --output "$IN/trace.h5"
 }
 
 # What-if study.
 m=$(missing "trace synth" whatif)
 if [[ -z "$m" ]]; then
   trace
-  "$LGRECO" whatif --trace "$IN/trace.h5" --family powersgd --bandwidth 1Gbps:400Gbps --nodes 1,2,4,8 \
-    --format json --out "$IN/whatif.json"
+  "$LGRECO" whatif --trace "$IN/trace.h5" --family powersgd --bandwidth 1Gbps:400Gbps:12 --nodes 1,2,4,8 \
+    --format json >"$IN/whatif.json"
   rm -f "$OUT/whatif-bandwidth.html"
   render whatif-bandwidth LGRECO_NB_WHATIF="$IN/whatif.json"
 else
@@ -77,7 +77,7 @@ m=$(missing "trace synth" plan)
 if [[ -z "$m" ]]; then
   trace
   "$LGRECO" plan --trace "$IN/trace.h5" --family powersgd --replan-every $((STEPS / 2)) \
-    --tables-out "$IN/tables.json" --out "$IN/schedule.json"
+    --tables-out "$IN/tables.json" --output "$IN/schedule.json"
   rm -f "$OUT/layer-tradeoffs.html"
   render layer-tradeoffs LGRECO_NB_TABLES="$IN/tables.json" LGRECO_NB_SCHEDULE="$IN/schedule.json"
   m=$(missing simulate)

@@ -139,22 +139,40 @@ def test_notebook_intro_commands_use_real_flags(name, lgreco, available):
 
 
 # ---------------------------------------------------------------- inputs generated with the CLI
-# Kept small: a synthetic resnet18 trace of a few steps, a handful of what-if points.
+# Kept small: one synthetic resnet18 trace of a few steps (the smallest preset), uncompressed on disk,
+# generated once per session and shared by the tests that need it; a handful of what-if points.
 
-TRACE_STEPS = 8
-
-
-def synth_trace(lgreco, tmp_path, steps=TRACE_STEPS):
-    path = tmp_path / "trace.h5"
-    lgreco("trace", "synth", "--model", "resnet18", "--steps", steps, "--out", path, check=True)
-    return path
+TRACE_STEPS = 4
 
 
-def plan(lgreco, tmp_path, trace, *extra):
-    schedule, tables = tmp_path / "schedule.json", tmp_path / "tables.json"
-    lgreco("plan", "--trace", trace, "--family", "powersgd", "--tables-out", tables, "--out", schedule, *extra,
-           check=True)
-    return tables, schedule
+class Inputs:
+    """Lazily generated CLI outputs in one session-wide folder."""
+
+    def __init__(self, folder):
+        self.dir = folder
+        self.made = {}
+
+    def trace(self, lgreco):
+        if "trace" not in self.made:
+            path = self.dir / "trace.h5"
+            lgreco("trace", "synth", "--model", "resnet18", "--steps", TRACE_STEPS, "--deflate", 0, "--output", path,
+                   check=True)
+            self.made["trace"] = path
+        return self.made["trace"]
+
+    def plan(self, lgreco):
+        """(tables.json, schedule.json) of a powersgd plan of the trace."""
+        if "plan" not in self.made:
+            tables, schedule = self.dir / "tables.json", self.dir / "schedule.json"
+            lgreco("plan", "--trace", self.trace(lgreco), "--family", "powersgd", "--tables-out", tables,
+                   "--output", schedule, check=True)
+            self.made["plan"] = (tables, schedule)
+        return self.made["plan"]
+
+
+@pytest.fixture(scope="session")
+def inputs(tmp_path_factory):
+    return Inputs(tmp_path_factory.mktemp("notebook-inputs"))
 
 
 def close(a, b, rel=1e-9):
@@ -164,12 +182,12 @@ def close(a, b, rel=1e-9):
 # ---------------------------------------------------------------- execution, one test per notebook
 
 
-def test_whatif_bandwidth_notebook(lgreco, available, tmp_path):
+def test_whatif_bandwidth_notebook(lgreco, available, inputs, tmp_path):
     require("whatif-bandwidth", available)
-    trace = synth_trace(lgreco, tmp_path)
     whatif = tmp_path / "whatif.json"
-    lgreco("whatif", "--trace", trace, "--family", "powersgd", "--bandwidth", "1Gbps:400Gbps", "--nodes", "1,4",
-           "--format", "json", "--out", whatif, check=True)
+    p = lgreco("whatif", "--trace", inputs.trace(lgreco), "--family", "powersgd", "--bandwidth", "1Gbps:400Gbps:6",
+               "--nodes", "1,4", "--format", "json", check=True)
+    whatif.write_text(p.stdout)
     doc = json.loads(whatif.read_text())
     threshold = 1.05
     summary = execute("whatif-bandwidth", tmp_path, {"LGRECO_NB_WHATIF": whatif, "LGRECO_NB_PAYOFF_SPEEDUP": threshold})
@@ -198,9 +216,9 @@ def test_whatif_bandwidth_notebook(lgreco, available, tmp_path):
         assert close(entry["max_adaptive_speedup"], max(s))
 
 
-def test_layer_tradeoffs_notebook(lgreco, available, tmp_path):
+def test_layer_tradeoffs_notebook(lgreco, available, inputs, tmp_path):
     require("layer-tradeoffs", available)
-    tables_path, schedule_path = plan(lgreco, tmp_path, synth_trace(lgreco, tmp_path))
+    tables_path, schedule_path = inputs.plan(lgreco)
     summary = execute("layer-tradeoffs", tmp_path, {"LGRECO_NB_TABLES": tables_path, "LGRECO_NB_SCHEDULE": schedule_path})
     tables, schedule = json.loads(tables_path.read_text()), json.loads(schedule_path.read_text())
 
@@ -244,9 +262,9 @@ def test_network_validation_notebook(lgreco, available, tmp_path, shared_dir):
         assert close(summary["stats"][name]["all"]["max_abs_rel_error"], max(map(abs, rel)))
 
 
-def test_schedule_inspection_notebook(lgreco, available, tmp_path):
+def test_schedule_inspection_notebook(lgreco, available, inputs, tmp_path):
     require("schedule-inspection", available)
-    _, schedule_path = plan(lgreco, tmp_path, synth_trace(lgreco, tmp_path, steps=16), "--replan-every", "8")
+    _, schedule_path = inputs.plan(lgreco)
     simulate = tmp_path / "simulate.json"
     p = lgreco("simulate", "--schedule", schedule_path, "--format", "json", check=True)
     simulate.write_text(p.stdout)
