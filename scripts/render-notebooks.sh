@@ -97,11 +97,11 @@ fi
 m=$(missing "net predict" "net calibrate")
 if [[ -z "$m" && -n "$SHARED" ]]; then
   M=$SHARED/data/nccl-tests/a100x8-nvswitch-allreduce.tsv
-  "$LGRECO" net predict --topology 1x8xA100-NVSwitch --collective allreduce --sizes-from "$M" --format json \
+  "$LGRECO" net predict --topology dgx-a100 --collective allreduce --sizes 32K:16G --format json \
     >"$IN/predict-preset.json"
-  "$LGRECO" net calibrate "$M" --out "$IN/fit.json"
-  "$LGRECO" net predict --calibration "$IN/fit.json" --collective allreduce --sizes-from "$M" --format json \
-    >"$IN/predict-fit.json"
+  "$LGRECO" net calibrate "$M" --topology dgx-a100 --output "$IN/fit.json"
+  "$LGRECO" net predict --topology dgx-a100 --network-fit "$IN/fit.json" --collective allreduce --sizes 32K:16G \
+    --format json >"$IN/predict-fit.json"
   rm -f "$OUT/network-validation.html"
   render network-validation LGRECO_NB_MEASURED="$M" LGRECO_NB_PRED_PRESET="$IN/predict-preset.json" \
     LGRECO_NB_PRED_FIT="$IN/predict-fit.json"

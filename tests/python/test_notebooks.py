@@ -242,10 +242,10 @@ def test_network_validation_notebook(lgreco, available, tmp_path, shared_dir):
     require("network-validation", available)
     tsv = nccl_tsv(shared_dir)
     preset, fit, fitted = tmp_path / "predict-preset.json", tmp_path / "fit.json", tmp_path / "predict-fit.json"
-    lgreco("net", "calibrate", tsv, "--out", fit, check=True)
-    for out, source in ((preset, ["--topology", "1x8xA100-NVSwitch"]), (fitted, ["--calibration", fit])):
-        p = lgreco("net", "predict", *source, "--collective", "allreduce", "--sizes-from", tsv, "--format", "json",
-                   check=True)
+    lgreco("net", "calibrate", tsv, "--topology", "dgx-a100", "--output", fit, check=True)
+    for out, extra in ((preset, []), (fitted, ["--network-fit", fit])):
+        p = lgreco("net", "predict", "--topology", "dgx-a100", *extra, "--collective", "allreduce", "--sizes", "32K:16G",
+                   "--format", "json", check=True)
         out.write_text(p.stdout)
     summary = execute("network-validation", tmp_path, {"LGRECO_NB_MEASURED": tsv, "LGRECO_NB_PRED_PRESET": preset,
                                                        "LGRECO_NB_PRED_FIT": fitted})
@@ -255,11 +255,13 @@ def test_network_validation_notebook(lgreco, available, tmp_path, shared_dir):
     meas = {int(r[0]): float(r[1]) * 1e-6 for r in rows}
     assert all(close(summary["measured_time_s"][i], meas[s]) for i, s in enumerate(summary["sizes_bytes"]))
     for name, path in (("preset", preset), ("fit", fitted)):
-        pred = {int(r["size_bytes"]): r["time_us"] * 1e-6 for r in json.loads(path.read_text())["predictions"]}
+        pred = {int(r["size_bytes"]): r["time_us"] * 1e-6 for r in json.loads(path.read_text())["rows"]}
         rel = [(pred[s] - meas[s]) / meas[s] for s in summary["sizes_bytes"]]
         assert all(close(a, b) for a, b in zip(summary["relative_error"][name], rel)), name
         assert close(summary["stats"][name]["all"]["mean_abs_rel_error"], sum(map(abs, rel)) / len(rel))
         assert close(summary["stats"][name]["all"]["max_abs_rel_error"], max(map(abs, rel)))
+    # A fit calibrated on this very sweep (in-sample) must not be worse than the uncalibrated preset.
+    assert summary["stats"]["fit"]["all"]["mean_abs_rel_error"] <= summary["stats"]["preset"]["all"]["mean_abs_rel_error"]
 
 
 def test_schedule_inspection_notebook(lgreco, available, inputs, tmp_path):
