@@ -18,7 +18,7 @@ OUT=$(cd "$OUT" && pwd)
 IN=$OUT/inputs
 PY=${PY:-/usr/bin/python3}
 MODEL=${LGRECO_NB_MODEL:-resnet18}
-STEPS=${LGRECO_NB_STEPS:-16}
+STEPS=${LGRECO_NB_STEPS:-8}
 
 find_shared() {
   local d
@@ -57,7 +57,7 @@ skip() {  # skip NAME WHY
 }
 
 trace() {  # the synthetic trace, made once
-  [[ -f "$IN/trace.h5" ]] || "$LGRECO" trace synth --model "$MODEL" --steps "$STEPS" --output "$IN/trace.h5"
+  [[ -f "$IN/trace.h5" ]] || "$LGRECO" trace synth --model "$MODEL" --steps "$STEPS" --compute-tflops 50 --output "$IN/trace.h5"
 }
 
 # What-if study.
@@ -76,7 +76,7 @@ fi
 m=$(missing "trace synth" plan)
 if [[ -z "$m" ]]; then
   trace
-  "$LGRECO" plan --trace "$IN/trace.h5" --family powersgd --replan-every $((STEPS / 2)) \
+  "$LGRECO" plan --trace "$IN/trace.h5" --family powersgd --warmup-steps $((STEPS / 2)) --period $((STEPS / 2)) \
     --tables-out "$IN/tables.json" --output "$IN/schedule.json"
   rm -f "$OUT/layer-tradeoffs.html"
   render layer-tradeoffs LGRECO_NB_TABLES="$IN/tables.json" LGRECO_NB_SCHEDULE="$IN/schedule.json"

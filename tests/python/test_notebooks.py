@@ -143,6 +143,7 @@ def test_notebook_intro_commands_use_real_flags(name, lgreco, available):
 # generated once per session and shared by the tests that need it; a handful of what-if points.
 
 TRACE_STEPS = 4
+COMPUTE_TFLOPS = 50  # the trace records backward compute times, so communication can hide behind them
 
 
 class Inputs:
@@ -155,17 +156,18 @@ class Inputs:
     def trace(self, lgreco):
         if "trace" not in self.made:
             path = self.dir / "trace.h5"
-            lgreco("trace", "synth", "--model", "resnet18", "--steps", TRACE_STEPS, "--deflate", 0, "--output", path,
-                   check=True)
+            lgreco("trace", "synth", "--model", "resnet18", "--steps", TRACE_STEPS, "--deflate", 0,
+                   "--compute-tflops", COMPUTE_TFLOPS, "--output", path, check=True)
             self.made["trace"] = path
         return self.made["trace"]
 
     def plan(self, lgreco):
-        """(tables.json, schedule.json) of a powersgd plan of the trace."""
+        """(tables.json, schedule.json) of a powersgd plan of the trace, phased: warm-up, uniform, two plans."""
         if "plan" not in self.made:
             tables, schedule = self.dir / "tables.json", self.dir / "schedule.json"
-            lgreco("plan", "--trace", self.trace(lgreco), "--family", "powersgd", "--tables-out", tables,
-                   "--output", schedule, check=True)
+            half = TRACE_STEPS // 2
+            lgreco("plan", "--trace", self.trace(lgreco), "--family", "powersgd", "--warmup-steps", half, "--period", half,
+                   "--tables-out", tables, "--output", schedule, check=True)
             self.made["plan"] = (tables, schedule)
         return self.made["plan"]
 
@@ -185,7 +187,7 @@ def close(a, b, rel=1e-9):
 def test_whatif_bandwidth_notebook(lgreco, available, inputs, tmp_path):
     require("whatif-bandwidth", available)
     whatif = tmp_path / "whatif.json"
-    p = lgreco("whatif", "--trace", inputs.trace(lgreco), "--family", "powersgd", "--bandwidth", "1Gbps:400Gbps:6",
+    p = lgreco("whatif", "--trace", inputs.trace(lgreco), "--family", "powersgd", "--bandwidth", "1Gbps:400Gbps:8",
                "--nodes", "1,4", "--format", "json", check=True)
     whatif.write_text(p.stdout)
     doc = json.loads(whatif.read_text())
@@ -213,6 +215,9 @@ def test_whatif_bandwidth_notebook(lgreco, available, inputs, tmp_path):
             i = above[-1]
             assert i < len(s) - 1 and all(x < threshold for x in s[i + 1:])
             assert bw[i] <= b_star <= bw[i + 1], (bw[i], b_star, bw[i + 1])
+            # The speedup interpolated linearly in log(bandwidth) between the bracketing points is the threshold at b*.
+            t = math.log(b_star / bw[i]) / math.log(bw[i + 1] / bw[i])
+            assert close(s[i] + t * (s[i + 1] - s[i]), threshold, 1e-9)
         assert close(entry["max_adaptive_speedup"], max(s))
 
 
