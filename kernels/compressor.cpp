@@ -1,0 +1,74 @@
+#include "kernels/compressor.hpp"
+
+#include <cmath>
+#include <sstream>
+
+#include "core/error.hpp"
+#include "kernels/cpu/compressor.hpp"
+#include "kernels/cuda_backend.hpp"
+
+namespace lgreco::kernels {
+
+Backend backend_from_name(std::string_view name) {
+  if (name == "cpu") return Backend::kCpu;
+  if (name == "cuda") return Backend::kCuda;
+  throw ConfigError("unknown kernel backend '" + std::string(name) + "'; known: cpu, cuda");
+}
+
+std::string to_string(Backend b) { return b == Backend::kCpu ? "cpu" : "cuda"; }
+
+std::uint64_t shape_numel(std::span<const std::int64_t> shape) {
+  std::uint64_t n = 1;
+  for (std::int64_t d : shape) {
+    if (d < 0) throw InputError("tensor shape has a negative dimension " + std::to_string(d));
+    n *= static_cast<std::uint64_t>(d);
+  }
+  return n;
+}
+
+namespace {
+std::string layer_label(const LayerContext& ctx) {
+  return "layer '" + std::string(ctx.name) + "' (index " + std::to_string(ctx.index) + ")";
+}
+}  // namespace
+
+void check_finite(std::span<const float> values, const LayerContext& ctx, std::string_view what) {
+  // Branch-free scan first (fast path); locate the element only when something is wrong.
+  const float* p = values.data();
+  const std::size_t n = values.size();
+  bool bad = false;
+  for (std::size_t i = 0; i < n; ++i) bad |= !(std::fabs(p[i]) <= 3.402823466e+38f);
+  if (!bad) return;
+  for (std::size_t i = 0; i < n; ++i)
+    if (!std::isfinite(p[i])) {
+      std::ostringstream os;
+      os << layer_label(ctx) << " step " << ctx.step << ": non-finite " << what << " value " << p[i] << " at element " << i
+         << " (gradients must be finite)";
+      throw InputError(os.str());
+    }
+}
+
+CompressInfo Compressor::compress(std::span<const float> acc, std::span<float> out, LayerState& state,
+                                  const LayerContext& ctx) {
+  if (out.size() != acc.size())
+    throw InputError(layer_label(ctx) + ": output has " + std::to_string(out.size()) + " elements, input " +
+                     std::to_string(acc.size()));
+  if (!ctx.shape.empty() && shape_numel(ctx.shape) != acc.size())
+    throw InputError(layer_label(ctx) + ": shape has " + std::to_string(shape_numel(ctx.shape)) +
+                     " elements, the tensor " + std::to_string(acc.size()));
+  if (acc.size() >= (std::uint64_t{1} << 32))
+    throw InputError(layer_label(ctx) + ": " + std::to_string(acc.size()) + " elements; at most 2^32 − 1 supported");
+  if (!acc.empty() && !out.empty() && acc.data() < out.data() + out.size() && out.data() < acc.data() + acc.size())
+    throw InputError(layer_label(ctx) + ": output overlaps the input");
+  check_finite(acc, ctx);
+  CompressInfo info = do_compress(acc, out, state, ctx);
+  ++state.steps;
+  return info;
+}
+
+std::unique_ptr<Compressor> make_compressor(const MethodSpec& spec, Backend backend) {
+  if (backend == Backend::kCuda) return cuda::make_compressor(spec);
+  return cpu::make_compressor(spec);
+}
+
+}  // namespace lgreco::kernels

@@ -1,0 +1,98 @@
+#pragma once
+/// One Compressor interface over the CPU reference and the CUDA backend.
+///
+/// compress(acc) → reconstruction c = C(acc) written into `out`, plus the exact wire size, the
+/// collective, the allreduce round split and (top-k) the encoding used. Error feedback is NOT done
+/// by a compressor: kernels/error_feedback.hpp runs acc = g + e; c = C(acc); e ← acc − c for every
+/// method alike. Per-layer state that a method keeps across steps (PowerSGD's warm-start Q) lives
+/// in LayerState, owned by the caller (normally ErrorFeedback).
+///
+/// Validation done by every backend before any work (Compressor::compress is non-virtual):
+/// - acc.size() == out.size() == product(shape) (shape empty = 1-D), N < 2^32;
+/// - every acc[i] finite, else InputError "layer '<name>' (index <layer>): non-finite value <v> at
+///   element <i>" naming the first bad element.
+/// Zero-length and all-zero layers are valid and reconstruct to zeros (see each method's header).
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "kernels/method.hpp"
+#include "kernels/wire.hpp"
+
+namespace lgreco::kernels {
+
+/// Where the kernels run.
+enum class Backend { kCpu, kCuda };
+
+/// Parses "cpu" / "cuda"; ConfigError otherwise.
+Backend backend_from_name(std::string_view name);
+/// "cpu" / "cuda".
+std::string to_string(Backend b);
+
+/// Identity of the tensor being compressed: names it in errors, keys its random streams.
+struct LayerContext {
+  std::string_view name;                 ///< parameter name, for error messages
+  std::uint64_t index = 0;               ///< layer index: rng::stream_of(step, index)
+  std::uint64_t step = 0;                ///< training step: rng::stream_of(step, index)
+  std::uint64_t seed = 0;                ///< run seed (PowerSGD uses its own `seed` parameter)
+  std::span<const std::int64_t> shape;   ///< tensor shape; empty = 1-D of acc.size()
+};
+
+/// What one compression produced, besides the reconstruction.
+struct CompressInfo {
+  WireSize wire;                                ///< exact bytes, collective, round split
+  TopkEncoding encoding = TopkEncoding::kAuto;  ///< top-k: the encoding used (never kAuto there)
+  std::uint64_t kept = 0;                       ///< top-k/random-k: entries sent; powersgd: r_eff
+  bool compressed = true;                       ///< false when PowerSGD sent the layer dense
+};
+
+/// Backend-specific per-layer storage (device copies of the state); owned by LayerState.
+class BackendState {
+ public:
+  virtual ~BackendState() = default;
+};
+
+/// Everything kept per layer across steps. The host fields are the canonical state.
+struct LayerState {
+  std::vector<float> residual;           ///< error-feedback residual e (numel), managed by ErrorFeedback
+  std::vector<float> q;                  ///< PowerSGD warm-start Q, m×r_eff row-major; empty = none yet
+  std::int64_t q_rows = 0;               ///< m of q
+  std::int64_t q_cols = 0;               ///< r_eff of q
+  std::uint64_t steps = 0;               ///< compressions done with this state
+  std::unique_ptr<BackendState> backend; ///< optional device-side mirror (CUDA backend)
+};
+
+/// A compression method bound to a backend.
+class Compressor {
+ public:
+  virtual ~Compressor() = default;
+
+  /// The method and its parameters.
+  virtual const MethodSpec& spec() const = 0;
+  /// The backend this compressor runs on.
+  virtual Backend backend() const = 0;
+
+  /// Validates (see the file comment) and compresses `acc` into `out` (same length, must not
+  /// overlap acc). `state` is read and updated for stateful methods (PowerSGD Q); its `residual`
+  /// is not touched. Deterministic: the same inputs, state and context give the same bytes.
+  CompressInfo compress(std::span<const float> acc, std::span<float> out, LayerState& state, const LayerContext& ctx);
+
+ protected:
+  /// The method itself, called after validation.
+  virtual CompressInfo do_compress(std::span<const float> acc, std::span<float> out, LayerState& state,
+                                   const LayerContext& ctx) = 0;
+};
+
+/// Creates a compressor; Backend::kCuda throws CudaUnavailable when this build has no CUDA backend
+/// or the machine has no device.
+std::unique_ptr<Compressor> make_compressor(const MethodSpec& spec, Backend backend = Backend::kCpu);
+
+/// Throws InputError naming the layer and the first non-finite element, if any.
+void check_finite(std::span<const float> values, const LayerContext& ctx, std::string_view what = "input");
+
+/// product(shape) (1 for an empty shape is NOT used: empty shape means "1-D of numel").
+std::uint64_t shape_numel(std::span<const std::int64_t> shape);
+
+}  // namespace lgreco::kernels

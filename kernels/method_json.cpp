@@ -1,0 +1,104 @@
+#include "kernels/method_json.hpp"
+
+#include <cmath>
+#include <sstream>
+
+#include "core/error.hpp"
+#include "core/json_util.hpp"
+
+namespace lgreco::kernels {
+namespace {
+
+// The text form parse_method expects, from a JSON scalar.
+std::string scalar_text(const nlohmann::json& v, const std::string& where) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
+  if (v.is_number_integer()) return v.dump();
+  if (v.is_number_float()) {
+    std::ostringstream os;
+    os.imbue(std::locale::classic());
+    os.precision(17);
+    os << v.get<double>();
+    return os.str();
+  }
+  throw ConfigError(where + ": invalid value " + v.dump() + " (expected a number, boolean or string)");
+}
+
+// A resolved parameter as typed JSON: booleans, integers and reals become JSON numbers/booleans.
+nlohmann::json typed(const std::string& text) {
+  if (text == "true") return true;
+  if (text == "false") return false;
+  std::istringstream is(text);
+  is.imbue(std::locale::classic());
+  long long i = 0;
+  if ((is >> i) && is.eof()) return i;
+  std::istringstream ds(text);
+  ds.imbue(std::locale::classic());
+  double d = 0;
+  if ((ds >> d) && ds.eof()) return d;
+  return text;
+}
+
+}  // namespace
+
+MethodSpec method_from_json(const nlohmann::json& j, const std::string& where) {
+  JsonObject o(j, where);
+  const auto name = o.get<std::string>("method");
+  ParamList params;
+  if (const nlohmann::json* p = o.find("params")) {
+    if (!p->is_object()) throw ConfigError(where + ".params: expected an object, got " + p->dump());
+    for (auto it = p->begin(); it != p->end(); ++it)
+      params.emplace_back(it.key(), scalar_text(it.value(), where + ".params." + it.key()));
+  }
+  o.finish();
+  try {
+    return parse_method(name, params);
+  } catch (const ConfigError& e) {
+    throw ConfigError(where + ": " + e.what());
+  }
+}
+
+nlohmann::json method_to_json(const MethodSpec& spec) {
+  nlohmann::json params = nlohmann::json::object();
+  for (const auto& [k, v] : resolved_params(spec)) params[k] = typed(v);
+  return {{"method", method_name(spec.method)}, {"params", params}};
+}
+
+DeviceProfile profile_from_json(const nlohmann::json& j, const std::string& where) {
+  JsonObject o(j, where);
+  const auto version = o.get<int>("schema_version");
+  if (version != 1) throw ConfigError(where + ".schema_version: " + std::to_string(version) + " unsupported (expected 1)");
+  if (o.get<std::string>("kind") != "lgreco-device-profile")
+    throw ConfigError(where + ".kind: expected \"lgreco-device-profile\"");
+  DeviceProfile p;
+  p.device = o.get<std::string>("device");
+  p.estimate = o.get<bool>("estimate");
+  p.peak_bandwidth_Bps = o.get<double>("peak_bandwidth_GBps") * 1e9;
+  o.allow({"description", "derivation", "provenance"});
+  const nlohmann::json& methods = o.require("methods");
+  if (!methods.is_object()) throw ConfigError(where + ".methods: expected an object");
+  for (auto it = methods.begin(); it != methods.end(); ++it) {
+    const std::string w = where + ".methods." + it.key();
+    method_from_name(it.key());  // must be a known method
+    JsonObject m(it.value(), w);
+    MethodCost c;
+    c.overhead_s = m.get<double>("overhead_us") * 1e-6;
+    c.bytes_per_element = m.get<double>("bytes_per_element");
+    c.effective_bandwidth_Bps = m.get<double>("effective_bandwidth_GBps") * 1e9;
+    const double stated = m.get<double>("throughput_GBps") * 1e9;
+    m.allow({"formula", "notes"});
+    m.finish();
+    if (!(c.overhead_s >= 0) || !(c.bytes_per_element > 0) || !(c.effective_bandwidth_Bps > 0))
+      throw ConfigError(w + ": overhead_us must be ≥ 0, bytes_per_element and effective_bandwidth_GBps > 0");
+    if (std::fabs(stated - c.throughput_Bps()) > 0.01 * c.throughput_Bps())
+      throw ConfigError(w + ".throughput_GBps: " + std::to_string(stated / 1e9) + " disagrees with 4·bandwidth/bytes = " +
+                        std::to_string(c.throughput_Bps() / 1e9));
+    p.methods[it.key()] = c;
+  }
+  o.finish();
+  return p;
+}
+
+DeviceProfile load_profile(const std::string& path) { return profile_from_json(read_json_file(path), path); }
+
+}  // namespace lgreco::kernels

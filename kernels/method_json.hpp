@@ -1,0 +1,26 @@
+#pragma once
+/// JSON forms of methods and device profiles (full build only: library lgreco_kernels_json, which
+/// links lgreco_core and nlohmann_json; the kernels-only build does not have it).
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "kernels/method.hpp"
+#include "kernels/profile.hpp"
+
+namespace lgreco::kernels {
+
+/// {"method": "<name>", "params": {...}} → MethodSpec. Numbers, booleans and strings are accepted
+/// as parameter values; unknown keys (top level or params) are ConfigError naming `where`.
+MethodSpec method_from_json(const nlohmann::json& j, const std::string& where = "method");
+
+/// MethodSpec → {"method": ..., "params": {every resolved param}} with numbers/booleans typed.
+nlohmann::json method_to_json(const MethodSpec& spec);
+
+/// Parses a device profile document (kernels/profiles/<device>.json); ConfigError naming `where`.
+DeviceProfile profile_from_json(const nlohmann::json& j, const std::string& where);
+
+/// Reads and parses a profile file.
+DeviceProfile load_profile(const std::string& path);
+
+}  // namespace lgreco::kernels

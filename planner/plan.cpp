@@ -1,0 +1,303 @@
+#include "planner/plan.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <regex>
+
+#include "core/error.hpp"
+
+namespace lgreco::planner {
+namespace {
+
+Candidate none_candidate(const LayerTable& l) {
+  Candidate c;
+  c.spec = normalize_method("none", Json::object(), "none");
+  c.error = 0;
+  c.bytes = 4.0 * static_cast<double>(l.numel);
+  c.collective = sim::Collective::kAllreduce;
+  return c;
+}
+
+std::regex compile(const std::string& re, const char* flag) {
+  try {
+    return std::regex(re, std::regex::ECMAScript);
+  } catch (const std::regex_error& e) {
+    throw ConfigError(std::string(flag) + " '" + re + "': invalid regular expression (" + e.what() + ")");
+  }
+}
+
+// Candidates a planned layer may use, as indices into l.candidates.
+std::vector<int> allowed_candidates(const LayerTable& l, const PlanOptions& o) {
+  std::vector<int> out;
+  for (int k = 0; k < static_cast<int>(l.candidates.size()); ++k) {
+    const Candidate& c = l.candidates[k];
+    if (c.spec.method == "powersgd" && k != l.default_index) {
+      const double rate = o.min_compression_rate ? *o.min_compression_rate : c.spec.params.at("min_compression_rate").get<double>();
+      if (!powersgd_compressible(l.shape, c.spec.params.at("rank").get<std::int64_t>(), rate)) continue;
+    }
+    if (o.max_layer_error && c.error > *o.max_layer_error) continue;
+    out.push_back(k);
+  }
+  if (out.empty()) {
+    throw ConfigError("layer '" + l.name + "': no candidate left after the per-layer error cap " +
+                      std::to_string(*o.max_layer_error) + " and the PowerSGD minimum compression rate");
+  }
+  return out;
+}
+
+void predict(const Window& w, const PlanOptions& o, const sim::CollectiveCost* cost, WindowPlan& p) {
+  p.uniform_error = p.uniform_bytes = p.uncompressed_bytes = 0;
+  for (const auto& l : w.layers) {
+    p.uniform_error += l.candidates[l.default_index].error;
+    p.uniform_bytes += l.candidates[l.default_index].bytes;
+    p.uncompressed_bytes += 4.0 * static_cast<double>(l.numel);
+  }
+  p.total_error = p.total_bytes = 0;
+  for (const auto& c : p.chosen) {
+    p.total_error += c.error;
+    p.total_bytes += c.bytes;
+  }
+  if (!cost) return;
+  const sim::StepModel model = step_model_of(w, o.forward_s, o.optimizer_s);
+  std::vector<sim::LayerComm> chosen, uniform, raw;
+  for (std::size_t i = 0; i < w.layers.size(); ++i) {
+    const LayerTable& l = w.layers[i];
+    chosen.push_back(layer_comm_of(l, p.chosen[i]));
+    uniform.push_back(layer_comm_of(l, l.candidates[l.default_index]));
+    raw.push_back(layer_comm_of(l, none_candidate(l)));
+  }
+  p.step_s = sim::simulate_step(model, chosen, *cost).step_s;
+  p.uniform_step_s = sim::simulate_step(model, uniform, *cost).step_s;
+  p.uncompressed_step_s = sim::simulate_step(model, raw, *cost).step_s;
+}
+
+}  // namespace
+
+std::string engine_name(Engine e) {
+  switch (e) {
+    case Engine::kReference: return "reference";
+    case Engine::kExact: return "exact";
+    case Engine::kTime: return "time";
+    case Engine::kDual: return "dual";
+  }
+  return "?";
+}
+
+Engine parse_engine(const std::string& name) {
+  for (Engine e : {Engine::kReference, Engine::kExact, Engine::kTime, Engine::kDual}) {
+    if (engine_name(e) == name) return e;
+  }
+  throw ConfigError("engine '" + name + "': expected reference, exact, time or dual");
+}
+
+sim::StepModel step_model_of(const Window& w, double forward_s, double optimizer_s) {
+  sim::StepModel m;
+  m.forward_s = forward_s;
+  m.optimizer_s = optimizer_s;
+  const std::size_t n = w.layers.size();
+  for (const auto& l : w.layers) m.backward_s.push_back(l.compute_time_s.value_or(0.0));
+  m.backward_order.resize(n);
+  std::iota(m.backward_order.begin(), m.backward_order.end(), 0);
+  std::stable_sort(m.backward_order.begin(), m.backward_order.end(),
+                   [&](int a, int b) { return w.layers[a].backward_order < w.layers[b].backward_order; });
+  std::vector<int> ids;
+  for (const auto& l : w.layers) ids.push_back(l.bucket);
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  m.buckets.assign(ids.size(), {});
+  for (int li : m.backward_order) {
+    const auto pos = std::lower_bound(ids.begin(), ids.end(), w.layers[li].bucket) - ids.begin();
+    m.buckets[pos].push_back(li);
+  }
+  return m;
+}
+
+sim::LayerComm layer_comm_of(const LayerTable& layer, const Candidate& c) {
+  sim::LayerComm lc;
+  if (c.collective == sim::Collective::kAllgather) {
+    lc.allgather_bytes = c.bytes;
+  } else {
+    const auto split = wire_bytes_split(c.spec, layer.shape);
+    const double sum = split ? (*split)[0] + (*split)[1] : 0;
+    if (split && sum > 0 && (*split)[1] > 0) {
+      lc.allreduce_bytes[0] = c.bytes * (*split)[0] / sum;
+      lc.allreduce_bytes[1] = c.bytes * (*split)[1] / sum;
+    } else {
+      lc.allreduce_bytes[0] = c.bytes;
+    }
+  }
+  lc.compress_s = c.kernel_time_s.value_or(0.0);
+  return lc;
+}
+
+WindowPlan uniform_plan(const Window& w, const PlanOptions& opt, const sim::CollectiveCost* cost) {
+  WindowPlan p;
+  for (const auto& l : w.layers) {
+    p.choice.push_back(l.default_index);
+    p.role.push_back("fixed");
+    p.chosen.push_back(l.candidates[l.default_index]);
+  }
+  p.status = "uniform";
+  predict(w, opt, cost, p);
+  return p;
+}
+
+WindowPlan plan_window(const Window& w, const PlanOptions& o, const sim::CollectiveCost* cost) {
+  const std::size_t n = w.layers.size();
+  if ((o.engine == Engine::kTime) && !cost) throw ConfigError("the time engine needs a network model (--bandwidth)");
+  const bool dual = o.engine == Engine::kDual;
+  const bool byte_budget = o.budget.kind == Budget::Kind::kBytes || o.budget.kind == Budget::Kind::kTime;
+  if (dual != byte_budget) {
+    throw ConfigError(dual ? "the dual engine needs --bytes-budget or --time-budget"
+                           : "--bytes-budget / --time-budget need --engine dual (other engines take --alpha or --error-budget)");
+  }
+  if (!(o.budget.value >= 0) || !std::isfinite(o.budget.value)) throw ConfigError("budget " + std::to_string(o.budget.value) + ": expected a finite value >= 0");
+  const std::optional<std::regex> inc = o.include_re ? std::optional(compile(*o.include_re, "--include")) : std::nullopt;
+  const std::optional<std::regex> exc = o.exclude_re ? std::optional(compile(*o.exclude_re, "--exclude")) : std::nullopt;
+  for (const auto& [name, spec] : o.pins) {
+    if (std::none_of(w.layers.begin(), w.layers.end(), [&](const LayerTable& l) { return l.name == name; })) {
+      throw ConfigError("--pin " + name + ": no such parameter in the tables");
+    }
+  }
+  WindowPlan p;
+  p.choice.assign(n, 0);
+  p.role.assign(n, "planned");
+  p.chosen.resize(n);
+  std::vector<std::vector<int>> allowed(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const LayerTable& l = w.layers[i];
+    auto pin = std::find_if(o.pins.begin(), o.pins.end(), [&](const auto& pr) { return pr.first == l.name; });
+    if (pin != o.pins.end()) {
+      p.role[i] = "pinned";
+      auto it = std::find_if(l.candidates.begin(), l.candidates.end(), [&](const Candidate& c) { return c.spec == pin->second; });
+      if (it != l.candidates.end()) {
+        p.choice[i] = static_cast<int>(it - l.candidates.begin());
+        p.chosen[i] = *it;
+      } else if (pin->second.method == "none") {
+        p.choice[i] = -1;
+        p.chosen[i] = none_candidate(l);
+      } else {
+        throw ConfigError("--pin " + l.name + "=" + method_label(pin->second) + ": not among the layer's candidates (only 'none' may be pinned without one)");
+      }
+      continue;
+    }
+    if ((inc && !std::regex_search(l.name, *inc)) || (exc && std::regex_search(l.name, *exc))) {
+      p.role[i] = "excluded";
+      p.choice[i] = l.default_index;
+      p.chosen[i] = l.candidates[l.default_index];
+      continue;
+    }
+    allowed[i] = allowed_candidates(l, o);
+    if (allowed[i].size() == 1) {
+      p.role[i] = "fixed";
+      p.choice[i] = allowed[i][0];
+      p.chosen[i] = l.candidates[allowed[i][0]];
+    }
+  }
+  // Budget, with fixed layers charged first.
+  double uniform_error = 0, fixed_error = 0, fixed_bytes = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    uniform_error += w.layers[i].candidates[w.layers[i].default_index].error;
+    if (p.role[i] != "planned") fixed_error += p.chosen[i].error, fixed_bytes += p.chosen[i].bytes;
+  }
+  double budget = 0;
+  if (o.budget.kind == Budget::Kind::kAlpha) budget = o.budget.value * uniform_error;
+  if (o.budget.kind == Budget::Kind::kError || o.budget.kind == Budget::Kind::kBytes) budget = o.budget.value;
+  if (o.budget.kind == Budget::Kind::kTime) {
+    if (!o.bandwidth_Bps) throw ConfigError("--time-budget needs --bandwidth (bytes budget = time × bandwidth)");
+    budget = o.budget.value * *o.bandwidth_Bps;
+  }
+  if (dual) p.bytes_budget = budget;
+  else p.error_budget = budget;
+  if (!dual && budget == 0 && o.budget.kind == Budget::Kind::kAlpha) {
+    WindowPlan u = uniform_plan(w, o, cost);
+    u.error_budget = 0;
+    u.warnings.push_back("the uniform default has zero total error (T = 0): nothing to trade, using the uniform plan");
+    return u;
+  }
+  // Planned layers in DDP bucket order.
+  std::vector<int> order;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (p.role[i] == "planned") order.push_back(static_cast<int>(i));
+  }
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    const auto& la = w.layers[a];
+    const auto& lb = w.layers[b];
+    return la.bucket != lb.bucket ? la.bucket < lb.bucket : la.backward_order < lb.backward_order;
+  });
+  Knapsack ks;
+  for (int i : order) {
+    KnapsackLayer kl;
+    for (int k : allowed[i]) {
+      kl.error.push_back(w.layers[i].candidates[k].error);
+      kl.bytes.push_back(w.layers[i].candidates[k].bytes);
+    }
+    ks.layers.push_back(std::move(kl));
+  }
+  ks.budget = budget - (dual ? fixed_bytes : fixed_error);
+  KnapsackResult r;
+  if (ks.budget < 0) {
+    r.status = PlanStatus::kInfeasible;
+    r.choice = dual ? least_bytes_choice(ks) : least_error_choice(ks);
+  } else if (o.engine == Engine::kReference || o.engine == Engine::kTime) {
+    if (ks.budget > 0 || ks.layers.empty()) {
+      r = ks.layers.empty() ? KnapsackResult{} : solve_reference(ks, o.reference);
+    } else {
+      r = solve_exact(ks, o.front);  // a zero budget for planned layers: only zero-error plans qualify
+    }
+  } else if (o.engine == Engine::kExact) {
+    r = solve_exact(ks, o.front);
+  } else {
+    r = solve_dual(ks, o.front);
+  }
+  p.gap_bound = r.gap_bound;
+  auto apply = [&](const std::vector<int>& local) {
+    for (std::size_t j = 0; j < order.size(); ++j) {
+      const int i = order[j];
+      p.choice[i] = allowed[i][local[j]];
+      p.chosen[i] = w.layers[i].candidates[p.choice[i]];
+    }
+  };
+  apply(r.choice);
+  p.status = status_name(r.status);
+  if (o.engine == Engine::kTime) {
+    TimeProblem tp;
+    tp.model = step_model_of(w, o.forward_s, o.optimizer_s);
+    tp.error_budget = budget;
+    std::vector<int> ref_full(n);
+    std::vector<std::vector<int>> local_index(n);  // time-problem candidate → table candidate
+    for (std::size_t i = 0; i < n; ++i) {
+      TimeLayer tl;
+      const std::vector<int> cands = p.role[i] == "planned" ? allowed[i] : std::vector<int>{p.choice[i]};
+      for (std::size_t c = 0; c < cands.size(); ++c) {
+        const Candidate& cand = cands[c] < 0 ? p.chosen[i] : w.layers[i].candidates[cands[c]];
+        tl.error.push_back(cand.error);
+        tl.comm.push_back(layer_comm_of(w.layers[i], cand));
+        if (cands[c] == p.choice[i]) ref_full[i] = static_cast<int>(c);
+      }
+      local_index[i] = cands;
+      tp.layers.push_back(std::move(tl));
+    }
+    const bool ref_ok = r.status != PlanStatus::kInfeasible;
+    TimeResult tr = solve_time(tp, *cost, o.time, ref_ok ? &ref_full : nullptr);
+    for (std::size_t i = 0; i < n; ++i) {
+      if (p.role[i] != "planned") continue;
+      p.choice[i] = local_index[i][tr.choice[i]];
+      p.chosen[i] = w.layers[i].candidates[p.choice[i]];
+    }
+    p.status = tr.status == PlanStatus::kInfeasible ? "infeasible" : "feasible";
+    p.gap_bound = -1;
+    p.detail = "plan from " + tr.source + (tr.exact_discretised ? "" : " (bucket fronts were capped)") +
+               (tr.dp_step_s ? "; time-dp step " + std::to_string(*tr.dp_step_s) + " s" : "") +
+               (tr.reference_step_s ? "; reference step " + std::to_string(*tr.reference_step_s) + " s" : "");
+  }
+  if (p.status == "infeasible") {
+    p.warnings.push_back(std::string("no plan meets the ") + (dual ? "byte" : "error") + " budget " + std::to_string(budget) +
+                         "; returning the least-" + (dual ? "bytes" : "error") + " plan");
+  }
+  predict(w, o, cost, p);
+  return p;
+}
+
+}  // namespace lgreco::planner

@@ -1,0 +1,89 @@
+#pragma once
+/// Planning one window of candidate tables: constraints (include/exclude, pins, PowerSGD minimum
+/// compression rate, per-layer error cap), the budget, the engine, and the predictions.
+///
+/// Layer roles:
+/// - pinned (--pin name=method:k=v): fixed to that setting; it must be one of the layer's
+///   candidates, except "none", which is always available (error 0, 4·numel bytes);
+/// - excluded (matching --exclude, or not matching --include): fixed to the layer's DEFAULT
+///   candidate (the uniform setting), not to "none";
+/// - planned: the remaining candidates after dropping PowerSGD candidates that do not compress at
+///   the minimum compression rate (the option, else each candidate's own min_compression_rate;
+///   the default candidate is never dropped by this rule) and candidates whose error exceeds the
+///   per-layer cap. A layer left with one candidate is fixed.
+/// Budget: T = α·Σ_l e_l(default) over all layers (or the explicit error budget); fixed layers'
+/// errors are charged first, planned layers share the rest. For the dual engine a byte budget S
+/// (or a time budget × bandwidth) with fixed layers' bytes charged first.
+/// Planned layers are handed to the engines in DDP bucket order: (bucket, backward_order).
+/// Degenerate input: T = 0 → the uniform plan, status "uniform" and a warning; a budget no plan
+/// meets → status "infeasible" with the least-error plan (dual: least-bytes plan).
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "planner/engine_time.hpp"
+#include "planner/knapsack.hpp"
+#include "planner/tables.hpp"
+
+namespace lgreco::planner {
+
+/// The planning engines.
+enum class Engine { kReference, kExact, kTime, kDual };
+/// "reference" / "exact" / "time" / "dual".
+std::string engine_name(Engine e);
+/// Parses an engine name; ConfigError listing the names.
+Engine parse_engine(const std::string& name);
+
+/// What the plan is constrained by.
+struct Budget {
+  enum class Kind { kAlpha, kError, kBytes, kTime } kind = Kind::kAlpha;
+  double value = 1.0;  ///< α, error, bytes per step, or seconds of communication per step
+};
+
+/// Everything that shapes one plan.
+struct PlanOptions {
+  Engine engine = Engine::kReference;
+  Budget budget;
+  std::optional<std::string> include_re, exclude_re;      ///< ECMAScript regex, searched in the name
+  std::vector<std::pair<std::string, MethodSpec>> pins;   ///< parameter name → setting
+  std::optional<double> min_compression_rate;             ///< PowerSGD rule override
+  std::optional<double> max_layer_error;                  ///< per-layer error cap
+  ReferenceOptions reference;
+  FrontOptions front;
+  TimeOptions time;
+  double forward_s = 0, optimizer_s = 0;                  ///< step-model constants for predictions
+  std::optional<double> bandwidth_Bps;                    ///< for a time budget (dual)
+};
+
+/// The plan for one window, with the same figures for the uniform default and no compression.
+struct WindowPlan {
+  std::vector<int> choice;              ///< candidate per layer (window order)
+  std::vector<std::string> role;        ///< "planned", "fixed", "excluded", "pinned"
+  std::vector<Candidate> chosen;        ///< the chosen candidate (a synthesised "none" for pins)
+  std::string status;                   ///< optimal | feasible | infeasible | uniform
+  std::vector<std::string> warnings;
+  double total_error = 0, total_bytes = 0;
+  double uniform_error = 0, uniform_bytes = 0, uncompressed_bytes = 0;
+  std::optional<double> error_budget, bytes_budget;
+  double gap_bound = 0;                 ///< engine's optimality gap bound (−1: unknown)
+  std::string detail;                   ///< engine-specific note (time engine: which plan won)
+  std::optional<double> step_s, uniform_step_s, uncompressed_step_s;
+};
+
+/// Plans one window. `cost` may be null (no time predictions); the time engine and a time budget
+/// need it (ConfigError otherwise).
+WindowPlan plan_window(const Window& w, const PlanOptions& opt, const sim::CollectiveCost* cost);
+
+/// The uniform plan (every layer at its default), with predictions; status "uniform".
+WindowPlan uniform_plan(const Window& w, const PlanOptions& opt, const sim::CollectiveCost* cost);
+
+/// The step model of a window: backward times from compute_time_s (0 when absent), backward order
+/// from backward_order, buckets in ascending bucket index.
+sim::StepModel step_model_of(const Window& w, double forward_s, double optimizer_s);
+
+/// A candidate's communication split for the timeline (PowerSGD P/Q in allreduce rounds 0/1 in the
+/// proportion n : m of its formula; allgather methods in the allgather; kernel time as compress_s).
+sim::LayerComm layer_comm_of(const LayerTable& layer, const Candidate& c);
+
+}  // namespace lgreco::planner

@@ -1,0 +1,74 @@
+#pragma once
+/// Candidate tables: per re-plan window, per layer, every compression candidate's error and wire
+/// bytes (docs/tables-format.md). Produced by the replay engine or by any other tool; read strictly.
+///
+/// Validation (read_tables / validate_tables): unknown keys are errors; every error and byte count
+/// must be finite and ≥ 0 (NaN/Inf → InputError naming the window, layer and candidate); numel must
+/// equal the product of shape; default is a valid candidate index; windows are ordered and do not
+/// overlap; every window lists the same layers (same names, in the same order).
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/json_util.hpp"
+#include "planner/methods.hpp"
+#include "sim/timeline.hpp"
+
+namespace lgreco::planner {
+
+/// One compression setting of one layer, measured over one window.
+struct Candidate {
+  MethodSpec spec;                      ///< normalised method and parameters
+  double error = 0;                     ///< ‖A − C(A)‖_F (absolute Frobenius norm)
+  double bytes = 0;                     ///< wire bytes per worker per step
+  sim::Collective collective = sim::Collective::kAllreduce;
+  std::optional<double> kernel_time_s;  ///< compression + decompression kernel time, if measured
+};
+
+/// One parameter tensor and its candidates.
+struct LayerTable {
+  std::string name;                     ///< PyTorch parameter name
+  std::vector<std::int64_t> shape;
+  std::int64_t numel = 0;
+  std::string kind = "weight";          ///< weight | bias | norm | embedding
+  int bucket = 0;                       ///< DDP bucket (0 communicates first; holds the last layers)
+  int backward_order = 0;               ///< order in which its gradient becomes ready in backward
+  std::optional<double> compute_time_s; ///< backward compute time of the layer, if measured
+  int default_index = 0;                ///< the uniform default setting among the candidates
+  std::vector<Candidate> candidates;    ///< in tie-break order (engines prefer earlier ones on ties)
+};
+
+/// Statistics of steps [start_step, end_step).
+struct Window {
+  std::int64_t start_step = 0, end_step = 0;
+  std::vector<LayerTable> layers;
+};
+
+/// A whole tables document.
+struct Tables {
+  std::string model;
+  int world_size = 1;
+  std::string error_mode = "power";     ///< power | exact | trajectory
+  int acc_steps = 10;
+  std::vector<Window> windows;
+  Json provenance = Json::object();
+};
+
+/// Reads and validates a tables JSON file. Bare NaN/Infinity tokens (as Python's json module
+/// writes them) are accepted by the parser so that the error can name window, layer and candidate.
+Tables read_tables(const std::filesystem::path& path);
+/// Parses and validates a tables document; `origin` names it in messages.
+Tables tables_from_json(const Json& doc, const std::string& origin);
+/// Parses text (NaN/Infinity tolerant, see read_tables) and validates.
+Tables tables_from_text(const std::string& text, const std::string& origin);
+/// Serialises (schema_version 1, kind "lgreco-tables").
+Json tables_to_json(const Tables& t);
+/// Checks the invariants listed above; throws InputError/ConfigError naming `origin` and the field.
+void validate_tables(const Tables& t, const std::string& origin);
+
+/// "allreduce" / "allgather".
+std::string collective_name(sim::Collective c);
+
+}  // namespace lgreco::planner

@@ -1,0 +1,133 @@
+// Wire sizes: each method's documented formula (written out again here, independently of the
+// library's helpers), the PowerSGD compressibility rule, and the PowerSGD paper's ResNet-18 ratios.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <numeric>
+
+#include "kernels/compressor.hpp"
+#include "kernels/wire.hpp"
+#include "test_util.hpp"
+
+using namespace lgreco::kernels;
+
+namespace {
+std::uint64_t cdiv(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; }
+std::uint64_t bits_for(std::uint64_t values) {  // ceil(log2(values)) by counting
+  std::uint64_t b = 0;
+  while ((std::uint64_t{1} << b) < values) ++b;
+  return b;
+}
+std::uint64_t k_of(std::uint64_t n, double d) {
+  return n == 0 ? 0 : std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::ceil(d * static_cast<double>(n))));
+}
+}  // namespace
+
+TEST_CASE("wire size of every data-independent method equals its formula", "[wire]") {
+  for (std::uint64_t n : {0ull, 1ull, 7ull, 15ull, 16ull, 17ull, 1000ull, 1025ull, 65537ull}) {
+    CAPTURE(n);
+    const std::vector<std::int64_t> shape = {static_cast<std::int64_t>(n)};
+    auto ws = [&](const char* m, ParamList p = {}) { return wire_size(parse_method(m, p), shape, n); };
+    CHECK(ws("none").bytes == 4 * n);
+    CHECK(ws("fp16").bytes == 2 * n);
+    CHECK(ws("bf16").bytes == 2 * n);
+    CHECK(ws("fp16").collective == Collective::kAllreduce);
+    CHECK(ws("randomk").bytes == 4 * k_of(n, 0.01));
+    CHECK(ws("randomk").collective == Collective::kAllreduce);
+    const std::uint64_t k = k_of(n, 0.01);
+    CHECK(ws("topk", {{"encoding", "pairs"}}).bytes == 8 * k);
+    CHECK(ws("topk", {{"encoding", "bitmap"}}).bytes == cdiv(n, 8) + 4 * k);
+    CHECK(ws("topk").bytes == std::min(8 * k, cdiv(n, 8) + 4 * k));
+    CHECK(ws("topk").collective == Collective::kAllgather);
+    for (int s : {1, 3, 7, 100}) {
+      const auto w = ws("qsgd", {{"levels", std::to_string(s)}, {"bucket_size", "128"}});
+      CHECK(w.bytes == cdiv(n * bits_for(2 * s + 1), 8) + 4 * cdiv(n, 128));
+      CHECK(w.collective == Collective::kAllgather);
+    }
+    for (int b = 1; b <= 8; ++b) {
+      const auto w = ws("maxmin", {{"bits", std::to_string(b)}, {"bucket_size", "100"}});
+      CHECK(w.bytes == (n < 16 ? 4 * n : cdiv(b * n, 8) + 8 * cdiv(n, 100)));
+    }
+    CHECK(ws("sign", {{"bucket_size", "64"}}).bytes == cdiv(n, 8) + 4 * cdiv(n, 64));
+    CHECK(ws("terngrad").bytes == cdiv(2 * n, 8) + 4);
+    for (int s : {1, 2, 4, 6, 14}) {
+      const auto w = ws("nuqsgd", {{"levels", std::to_string(s)}});
+      CHECK(w.bytes == cdiv(n * (1 + bits_for(s + 2)), 8) + 4 * cdiv(n, 512));
+    }
+  }
+}
+
+TEST_CASE("top-k auto encoding switches to the bitmap exactly when it is strictly smaller", "[wire]") {
+  // bitmap < pairs ⇔ ceil(N/8) + 4k < 8k ⇔ ceil(N/8) < 4k.
+  const std::uint64_t n = 3200;  // ceil(N/8) = 400: k = 100 ties (pairs), k = 101 bitmap
+  CHECK(topk_auto_encoding(n, 100) == TopkEncoding::kPairs);
+  CHECK(topk_auto_encoding(n, 101) == TopkEncoding::kBitmap);
+  CHECK(topk_auto_encoding(n, 99) == TopkEncoding::kPairs);
+}
+
+TEST_CASE("Elias-gamma delta bits are the sum of the gap code lengths", "[wire]") {
+  // indices 0, 2, 3, 10 → gaps 1, 2, 1, 7 → gamma lengths 1, 3, 1, 5 = 10 bits
+  const std::vector<std::uint32_t> idx = {0, 2, 3, 10};
+  CHECK(delta_gamma_bits(idx) == 10);
+  CHECK(topk_bytes(TopkEncoding::kDelta, 100, 4, 10) == 16 + 2);
+  CHECK(elias_gamma_bits(1) == 1);
+  CHECK(elias_gamma_bits(8) == 7);
+  CHECK(elias_gamma_bits(15) == 7);
+}
+
+TEST_CASE("PowerSGD compressibility rule and round split", "[wire][powersgd]") {
+  const MethodSpec p = parse_method("powersgd");  // rank 4, rate 2
+  struct Case {
+    std::vector<std::int64_t> shape;
+  };
+  for (const auto& shape : std::vector<std::vector<std::int64_t>>{
+           {64, 3, 3, 3}, {64}, {10, 512}, {512, 512, 3, 3}, {6, 6}, {2, 3}, {100, 100}, {1, 1000}}) {
+    const std::uint64_t numel = std::accumulate(shape.begin(), shape.end(), std::uint64_t{1},
+                                                [](std::uint64_t a, std::int64_t b) { return a * static_cast<std::uint64_t>(b); });
+    const std::uint64_t n = static_cast<std::uint64_t>(shape[0]), m = numel / n;
+    const std::uint64_t r = std::min<std::uint64_t>({n, m, 4});
+    const bool compress = (n + m) * r * 2 < n * m;
+    const WireSize w = wire_size(p, shape, numel);
+    CAPTURE(n, m, r, compress);
+    CHECK(powersgd_view(shape, numel, p.powersgd).compressed == compress);
+    if (compress) {
+      CHECK(w.allreduce_round_bytes[0] == 4 * r * n);
+      CHECK(w.allreduce_round_bytes[1] == 4 * r * m);
+    } else {
+      CHECK(w.allreduce_round_bytes[0] == 4 * numel);
+      CHECK(w.allreduce_round_bytes[1] == 0);
+    }
+    CHECK(w.bytes == w.allreduce_round_bytes[0] + w.allreduce_round_bytes[1]);
+  }
+}
+
+TEST_CASE("PowerSGD ratios of the CIFAR ResNet-18 match the PowerSGD paper (243x, 136x, 72x)", "[wire][powersgd]") {
+  // ResNet-18, CIFAR variant (3x3 stem, 10 classes): 11,173,962 parameters.
+  std::vector<std::vector<std::int64_t>> shapes = {{64, 3, 3, 3}, {64}, {64}};
+  auto block = [&](std::int64_t cin, std::int64_t cout, bool shortcut) {
+    for (auto s : std::vector<std::vector<std::int64_t>>{{cout, cin, 3, 3}, {cout}, {cout}, {cout, cout, 3, 3}, {cout}, {cout}})
+      shapes.push_back(s);
+    if (shortcut)
+      for (auto s : std::vector<std::vector<std::int64_t>>{{cout, cin, 1, 1}, {cout}, {cout}}) shapes.push_back(s);
+  };
+  std::int64_t cin = 64;
+  for (std::int64_t cout : {64, 128, 256, 512}) {
+    block(cin, cout, cin != cout);
+    block(cout, cout, false);
+    cin = cout;
+  }
+  shapes.push_back({10, 512});
+  shapes.push_back({10});
+  std::uint64_t total = 0;
+  for (const auto& s : shapes) total += shape_numel(s);
+  REQUIRE(total == 11173962);
+  const std::vector<std::pair<int, double>> paper = {{1, 243}, {2, 136}, {4, 72}};
+  for (const auto& [rank, ratio] : paper) {
+    std::uint64_t bytes = 0;
+    const MethodSpec p = parse_method("powersgd", {{"rank", std::to_string(rank)}});
+    for (const auto& s : shapes) bytes += wire_size(p, s, shape_numel(s)).bytes;
+    const double got = 4.0 * static_cast<double>(total) / static_cast<double>(bytes);
+    CAPTURE(rank, got);
+    CHECK(std::round(got) == ratio);  // the paper reports whole ratios
+  }
+}

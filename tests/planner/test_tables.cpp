@@ -1,0 +1,197 @@
+// Candidate tables: strict reading, round trip, NaN/Inf naming; planning constraints and
+// degenerate inputs through plan_window.
+#include <catch2/catch.hpp>
+
+#include "core/error.hpp"
+#include "planner/plan.hpp"
+#include "planner/tables.hpp"
+
+using namespace lgreco::planner;
+using lgreco::Json;
+
+namespace {
+
+// A two-window table with PowerSGD ranks 1..4 on two matrices and an uncompressed bias.
+Tables sample_tables() {
+  Tables t;
+  t.model = "toy";
+  t.world_size = 4;
+  for (int w = 0; w < 2; ++w) {
+    Window win;
+    win.start_step = 100 + 50 * w;
+    win.end_step = 150 + 50 * w;
+    int order = 0;
+    for (auto [name, n, m] : {std::tuple{"fc2.weight", 64, 256}, std::tuple{"fc1.weight", 256, 128}}) {
+      LayerTable l;
+      l.name = name;
+      l.shape = {n, m};
+      l.numel = n * m;
+      l.bucket = 0;
+      l.backward_order = order++;
+      for (int r = 1; r <= 4; ++r) {
+        Candidate c;
+        c.spec = normalize_method("powersgd", Json{{"rank", r}}, "test");
+        c.error = (5.0 - r) * (w + 1) * (n == 64 ? 1.0 : 2.0);
+        c.bytes = 4.0 * r * (n + m);
+        l.candidates.push_back(c);
+      }
+      l.default_index = 1;  // rank 2
+      win.layers.push_back(l);
+    }
+    LayerTable b;
+    b.name = "fc1.bias";
+    b.shape = {256};
+    b.numel = 256;
+    b.kind = "bias";
+    b.bucket = 1;
+    b.backward_order = order;
+    Candidate none;
+    none.spec = normalize_method("none", Json::object(), "test");
+    none.bytes = 1024;
+    b.candidates = {none};
+    win.layers.push_back(b);
+    t.windows.push_back(win);
+  }
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("tables round-trip through JSON and reject unknown keys", "[tables]") {
+  const Tables t = sample_tables();
+  const Json j = tables_to_json(t);
+  const Tables back = tables_from_json(j, "t.json");
+  REQUIRE(tables_to_json(back) == j);
+  Json bad = j;
+  bad["windows"][0]["layers"][0]["candidates"][0]["colour"] = "red";
+  REQUIRE_THROWS_WITH(tables_from_json(bad, "t.json"), Catch::Contains("unknown key 'colour'"));
+  bad = j;
+  bad["extra"] = 1;
+  REQUIRE_THROWS_WITH(tables_from_json(bad, "t.json"), Catch::Contains("unknown key 'extra'"));
+  bad = j;
+  bad["windows"][0]["layers"][0]["candidates"][0]["params"]["rnak"] = 2;
+  REQUIRE_THROWS_WITH(tables_from_json(bad, "t.json"), Catch::Contains("no parameter 'rnak'"));
+  bad = j;
+  bad["windows"][1]["start_step"] = 120;
+  REQUIRE_THROWS_WITH(tables_from_json(bad, "t.json"), Catch::Contains("overlap"));
+}
+
+TEST_CASE("NaN and Infinity errors are rejected naming window, layer and candidate", "[tables]") {
+  std::string text = tables_to_json(sample_tables()).dump();
+  // Python's json module writes bare NaN / Infinity; put one into window 1, fc1.weight, candidate 2.
+  Json j = tables_to_json(sample_tables());
+  j["windows"][1]["layers"][1]["candidates"][2]["error"] = "@@";
+  text = j.dump();
+  for (const std::string tok : {"NaN", "Infinity", "-Infinity"}) {
+    std::string t = text;
+    t.replace(t.find("\"@@\""), 4, tok);
+    CAPTURE(tok);
+    try {
+      tables_from_text(t, "t.json");
+      FAIL("accepted " + tok);
+    } catch (const lgreco::InputError& e) {
+      const std::string what = e.what();
+      CHECK_THAT(what, Catch::Contains("window 1") && Catch::Contains("fc1.weight") && Catch::Contains("candidate 2") &&
+                           Catch::Contains(tok));
+    }
+  }
+  // The same through the in-memory path.
+  Tables t = sample_tables();
+  t.windows[0].layers[0].candidates[3].error = std::numeric_limits<double>::infinity();
+  REQUIRE_THROWS_WITH(validate_tables(t, "mem"), Catch::Contains("fc2.weight") && Catch::Contains("candidate 3"));
+}
+
+TEST_CASE("all-zero error table gives the uniform plan with a warning", "[plan]") {
+  Tables t = sample_tables();
+  for (auto& l : t.windows[0].layers) {
+    for (auto& c : l.candidates) c.error = 0;
+  }
+  const WindowPlan p = plan_window(t.windows[0], PlanOptions{}, nullptr);
+  CHECK(p.status == "uniform");
+  REQUIRE(p.warnings.size() == 1);
+  CHECK_THAT(p.warnings[0], Catch::Contains("T = 0"));
+  CHECK(p.choice == std::vector<int>{1, 1, 0});
+}
+
+TEST_CASE("infeasible budget gives status infeasible and the least-error plan", "[plan]") {
+  const Tables t = sample_tables();
+  for (Engine e : {Engine::kReference, Engine::kExact}) {
+    PlanOptions o;
+    o.engine = e;
+    o.budget = {Budget::Kind::kError, 0.5};  // least possible error is 1 + 2 = 3
+    const WindowPlan p = plan_window(t.windows[0], o, nullptr);
+    CAPTURE(engine_name(e));
+    CHECK(p.status == "infeasible");
+    CHECK(p.choice == std::vector<int>{3, 3, 0});
+    CHECK(!p.warnings.empty());
+  }
+}
+
+TEST_CASE("alpha budget, pins, include/exclude and the PowerSGD rate rule", "[plan]") {
+  const Tables t = sample_tables();
+  const Window& w = t.windows[0];
+  PlanOptions o;
+  o.engine = Engine::kExact;
+  // α = 1: T = Σ e(rank 2) = 3 + 6 = 9; all plans with Σ e ≤ 9 compared by bytes.
+  WindowPlan p = plan_window(w, o, nullptr);
+  CHECK(p.status == "optimal");
+  CHECK(*p.error_budget == 9.0);
+  CHECK(p.total_error <= 9.0);
+  CHECK(p.total_bytes <= p.uniform_bytes);
+  CHECK(p.uncompressed_bytes == 4.0 * (64 * 256 + 256 * 128 + 256));
+  // Exclude fc1: it stays at its default (rank 2); fc2 gets T − e(fc1 default) = 9 − 6 = 3 → rank 2.
+  o.exclude_re = "fc1";
+  p = plan_window(w, o, nullptr);
+  CHECK(p.role[1] == "excluded");
+  CHECK(p.choice[1] == 1);
+  CHECK(p.choice[0] == 1);
+  o.exclude_re.reset();
+  o.include_re = "^fc2";
+  p = plan_window(w, o, nullptr);
+  CHECK(p.role[1] == "excluded");
+  o.include_re.reset();
+  // Pin fc2 to rank 4 (error 1): fc1 may use up to 8 → rank 1 (error 8).
+  o.pins = {{"fc2.weight", parse_method_text("powersgd:rank=4", "pin")}};
+  p = plan_window(w, o, nullptr);
+  CHECK(p.role[0] == "pinned");
+  CHECK(p.choice == std::vector<int>{3, 0, 0});
+  o.pins = {{"fc2.weight", parse_method_text("none", "pin")}};
+  p = plan_window(w, o, nullptr);
+  CHECK(p.chosen[0].spec.method == "none");
+  CHECK(p.chosen[0].bytes == 4.0 * 64 * 256);
+  o.pins = {{"fc2.weight", parse_method_text("powersgd:rank=7", "pin")}};
+  CHECK_THROWS_WITH(plan_window(w, o, nullptr), Catch::Contains("not among the layer's candidates"));
+  o.pins = {{"nope", parse_method_text("none", "pin")}};
+  CHECK_THROWS_WITH(plan_window(w, o, nullptr), Catch::Contains("no such parameter"));
+  o.pins.clear();
+  // Rate 40: fc2 (64×256) compresses iff 320·r·40 < 16384 → r ≤ 1; ranks 3, 4 dropped (2 is the
+  // default and stays).
+  o.min_compression_rate = 40;
+  o.budget = {Budget::Kind::kError, 100};
+  p = plan_window(w, o, nullptr);
+  CHECK(p.choice[0] == 0);
+  o.min_compression_rate.reset();
+  // Per-layer cap 2.5: fc2 may use ranks 3, 4 (errors 2, 1), fc1 only rank 4 (error 2).
+  o.max_layer_error = 2.5;
+  p = plan_window(w, o, nullptr);
+  CHECK(p.choice[1] == 3);
+  CHECK(p.role[1] == "fixed");
+  CHECK(p.choice[0] == 2);
+}
+
+TEST_CASE("method specs: defaults, unknown parameters, wire bytes", "[methods]") {
+  const MethodSpec s = parse_method_text("powersgd:rank=2,warm_start=false", "x");
+  CHECK(s.params["rank"] == 2);
+  CHECK(s.params["power_iterations"] == 1);
+  CHECK(s.params["warm_start"] == false);
+  CHECK_THROWS_WITH(parse_method_text("powersgd:rnak=2", "x"), Catch::Contains("no parameter 'rnak'"));
+  CHECK_THROWS_WITH(parse_method_text("zip", "x"), Catch::Contains("unknown method 'zip'"));
+  CHECK_THROWS(parse_method_text("maxmin:bits=9", "x"));
+  // topk at 1 % of 1000: k = 10, pairs 80, bitmap 125 + 40 = 165 → auto = 80.
+  CHECK(*wire_bytes(parse_method_text("topk", "x"), {1000}) == 80);
+  // maxmin 4 bits, bucket 1024, N = 2048: 1024 + 8·2 = 1040.
+  CHECK(*wire_bytes(parse_method_text("maxmin", "x"), {2048}) == 1040);
+  // qsgd bits 4 → s = 7 → ⌈log2 15⌉ = 4 bits: N = 1000 → 500 + 4·2 = 508.
+  CHECK(*wire_bytes(parse_method_text("qsgd", "x"), {1000}) == 508);
+  CHECK(!wire_bytes(parse_method_text("topk:encoding=delta", "x"), {1000}));
+}
