@@ -117,6 +117,7 @@ KnapsackResult run(const Knapsack& k, const std::vector<std::vector<std::int32_t
     std::swap(prev, cur);
   }
   KnapsackResult r;
+  r.parent_table_bytes = parent.size() * sizeof(Parent);
   int best = 0;
   for (int b = 1; b < cols; ++b) {
     if (prev[b] < prev[best]) best = b;

@@ -39,6 +39,8 @@ struct KnapsackResult {
   /// Guaranteed relative gap of the objective to the optimum of the undiscretised problem
   /// (0 = exact); negative when no bound is known (the reference DP's discretisation).
   double gap_bound = 0;
+  /// Bytes of the parent table the reference DP allocated (0 for other engines).
+  std::size_t parent_table_bytes = 0;
 };
 
 /// Throws InputError for empty layers, mismatched arrays, NaN/Inf or negative values.

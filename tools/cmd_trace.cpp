@@ -92,7 +92,13 @@ int run_synth(const std::vector<std::string>& args) {
   } catch (const ConfigError& e) {
     throw UsageError(e.what());
   }
-  const auto& preset = traces::find_model_preset(model);
+  const traces::ModelPreset* preset_ptr = nullptr;
+  try {
+    preset_ptr = &traces::find_model_preset(model);
+  } catch (const ConfigError& e) {
+    throw UsageError(std::string("lgreco trace synth: --model: ") + e.what());
+  }
+  const auto& preset = *preset_ptr;
   const Overwrite policy = force ? Overwrite::kAllow : Overwrite::kRefuse;
   check_writable_destination(out, policy);  // before any work
   Progress progress{stderr_is_tty(), "trace synth: layer-steps"};

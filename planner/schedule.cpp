@@ -1,0 +1,224 @@
+#include "planner/schedule.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "core/error.hpp"
+
+namespace lgreco::planner {
+namespace {
+
+Json nullable(const std::optional<double>& v) { return v ? Json(*v) : Json(nullptr); }
+Json ratio(double num, double den) { return den > 0 ? Json(num / den) : Json(nullptr); }
+
+// Contract wire bytes of a setting on a layer, else the candidate's measured bytes.
+double phase_bytes(const LayerTable& l, const MethodSpec& spec, double measured) {
+  const auto b = wire_bytes(spec, l.shape);
+  return b ? *b : measured;
+}
+
+std::string family_of(const Tables& t) {
+  std::set<std::string> methods;
+  for (const auto& l : t.windows[0].layers) {
+    for (const auto& c : l.candidates) {
+      if (c.spec.method != "none") methods.insert(c.spec.method);
+    }
+  }
+  if (methods.empty()) return "none";
+  return methods.size() == 1 ? *methods.begin() : "mixed";
+}
+
+}  // namespace
+
+std::string params_text(const MethodSpec& m) {
+  std::string out;
+  for (auto it = m.params.begin(); it != m.params.end(); ++it) {
+    out += (out.empty() ? "" : ";") + it.key() + "=" + (it.value().is_string() ? it.value().get<std::string>() : it.value().dump());
+  }
+  return out;
+}
+
+Schedule build_schedule(const Tables& t, const std::vector<WindowPlan>& plans, const std::string& engine,
+                        std::optional<std::int64_t> warmup_steps, std::uint64_t seed, Json config, Json provenance) {
+  if (plans.size() != t.windows.size()) throw ConfigError("schedule: one plan per window expected");
+  const auto& W = t.windows;
+  const std::int64_t warm = warmup_steps.value_or(W[0].start_step);
+  if (warm < 0 || warm >= W[0].end_step) {
+    throw ConfigError("--warmup-steps " + std::to_string(warm) + ": must be in [0, " + std::to_string(W[0].end_step) +
+                      ") (the first window, measured at the uniform setting, ends at step " + std::to_string(W[0].end_step) + ")");
+  }
+  Schedule s;
+  s.model = t.model;
+  s.world_size = t.world_size;
+  s.family = family_of(t);
+  s.engine = engine;
+  s.seed = seed;
+  s.config = std::move(config);
+  s.provenance = std::move(provenance);
+  const auto& layers0 = W[0].layers;
+  double raw_bytes = 0;
+  for (const auto& l : layers0) raw_bytes += 4.0 * static_cast<double>(l.numel);
+  auto make_phase = [&](std::int64_t start, std::optional<std::int64_t> end, const std::string& label, const Window& w,
+                        auto&& pick) {
+    Phase p;
+    p.start_step = start;
+    p.end_step = end;
+    p.label = label;
+    double bytes = 0;
+    for (std::size_t i = 0; i < w.layers.size(); ++i) {
+      const Candidate c = pick(i);
+      p.layers.emplace_back(w.layers[i].name, c.spec);
+      bytes += phase_bytes(w.layers[i], c.spec, c.bytes);
+    }
+    p.predicted["bytes_per_step"] = bytes;
+    p.predicted["compression_ratio"] = ratio(raw_bytes, bytes);
+    return p;
+  };
+  if (warm > 0) {
+    Phase p = make_phase(0, warm, "warmup", W[0], [&](std::size_t i) {
+      Candidate c;
+      c.spec = normalize_method("none", Json::object(), "none");
+      c.bytes = 4.0 * static_cast<double>(layers0[i].numel);
+      return c;
+    });
+    p.predicted["total_error"] = 0.0;
+    p.predicted["status"] = "uniform";
+    s.phases.push_back(std::move(p));
+  }
+  const WindowPlan& first = plans[0];
+  {
+    Phase p = make_phase(warm, W[0].end_step, "uniform", W[0],
+                         [&](std::size_t i) { return layers0[i].candidates[layers0[i].default_index]; });
+    p.predicted["total_error"] = first.uniform_error;
+    p.predicted["step_time_s"] = nullable(first.uniform_step_s);
+    p.predicted["status"] = "uniform";
+    p.predicted["source_window"] = 0;
+    s.phases.push_back(std::move(p));
+  }
+  for (std::size_t k = 0; k < W.size(); ++k) {
+    const std::optional<std::int64_t> end = k + 1 < W.size() ? std::optional(W[k + 1].end_step) : std::nullopt;
+    Phase p = make_phase(W[k].end_step, end, "plan-" + std::to_string(k), W[k], [&](std::size_t i) { return plans[k].chosen[i]; });
+    p.predicted["total_error"] = plans[k].total_error;
+    p.predicted["step_time_s"] = nullable(plans[k].step_s);
+    p.predicted["status"] = plans[k].status;
+    p.predicted["source_window"] = static_cast<int>(k);
+    s.phases.push_back(std::move(p));
+  }
+  // Buckets in ascending index, parameters in backward order within each.
+  std::map<int, std::vector<std::size_t>> by_bucket;
+  for (std::size_t i = 0; i < layers0.size(); ++i) by_bucket[layers0[i].bucket].push_back(i);
+  for (auto& [idx, members] : by_bucket) {
+    std::stable_sort(members.begin(), members.end(), [&](std::size_t a, std::size_t b) { return layers0[a].backward_order < layers0[b].backward_order; });
+    BucketInfo b;
+    b.index = idx;
+    for (std::size_t i : members) {
+      b.params.push_back(layers0[i].name);
+      b.numel.push_back(layers0[i].numel);
+      b.size_bytes += 4 * layers0[i].numel;
+    }
+    s.buckets.push_back(std::move(b));
+  }
+  const WindowPlan& last = plans.back();
+  const double bytes = s.phases.back().predicted["bytes_per_step"].get<double>();
+  double uniform_bytes = 0;
+  for (const auto& l : W.back().layers) uniform_bytes += phase_bytes(l, l.candidates[l.default_index].spec, l.candidates[l.default_index].bytes);
+  s.predicted = {{"bytes_per_step", bytes},
+                 {"uniform_bytes_per_step", uniform_bytes},
+                 {"uncompressed_bytes_per_step", raw_bytes},
+                 {"compression_ratio", ratio(raw_bytes, bytes)},
+                 {"uniform_compression_ratio", ratio(raw_bytes, uniform_bytes)},
+                 {"compression_ratio_vs_uniform", ratio(uniform_bytes, bytes)},
+                 {"total_error", last.total_error},
+                 {"uniform_total_error", last.uniform_error},
+                 {"error_budget", nullable(last.error_budget)},
+                 {"step_time_s", nullable(last.step_s)},
+                 {"uniform_step_time_s", nullable(last.uniform_step_s)},
+                 {"uncompressed_step_time_s", nullable(last.uncompressed_step_s)},
+                 {"status", last.status},
+                 {"warnings", Json::array()}};
+  for (std::size_t k = 0; k < plans.size(); ++k) {
+    for (const auto& w : plans[k].warnings) s.predicted["warnings"].push_back("window " + std::to_string(k) + ": " + w);
+  }
+  return s;
+}
+
+Json schedule_to_json(const Schedule& s) {
+  Json phases = Json::array();
+  for (const Phase& p : s.phases) {
+    Json layers = Json::object();
+    for (const auto& [name, m] : p.layers) layers[name] = {{"method", m.method}, {"params", m.params}};
+    phases.push_back({{"start_step", p.start_step}, {"end_step", p.end_step ? Json(*p.end_step) : Json(nullptr)},
+                      {"label", p.label}, {"layers", layers}, {"predicted", p.predicted}});
+  }
+  Json buckets = Json::array();
+  for (const BucketInfo& b : s.buckets) {
+    Json bj = {{"index", b.index}, {"params", b.params}, {"size_bytes", b.size_bytes}};
+    if (!b.numel.empty()) bj["numel"] = b.numel;
+    buckets.push_back(bj);
+  }
+  return {{"schema_version", 1}, {"kind", "lgreco-schedule"}, {"model", s.model}, {"world_size", s.world_size},
+          {"family", s.family}, {"engine", s.engine}, {"seed", s.seed}, {"phases", phases}, {"buckets", buckets},
+          {"predicted", s.predicted}, {"config", s.config}, {"provenance", s.provenance}};
+}
+
+Schedule schedule_from_json(const Json& doc, const std::string& origin) {
+  JsonObject o(doc, origin);
+  if (o.get<int>("schema_version") != 1) throw ConfigError(origin + ": schema_version must be 1");
+  if (o.get<std::string>("kind") != "lgreco-schedule") throw ConfigError(origin + ": kind must be 'lgreco-schedule'");
+  Schedule s;
+  s.model = o.get<std::string>("model");
+  s.world_size = o.get<int>("world_size");
+  s.family = o.get<std::string>("family");
+  s.engine = o.get<std::string>("engine");
+  s.seed = o.get<std::uint64_t>("seed");
+  const Json& phases = o.require("phases");
+  if (!phases.is_array()) throw ConfigError(origin + ".phases: expected an array");
+  for (std::size_t i = 0; i < phases.size(); ++i) {
+    const std::string where = origin + ": phases[" + std::to_string(i) + "]";
+    JsonObject po(phases[i], where);
+    Phase p;
+    p.start_step = po.get<std::int64_t>("start_step");
+    p.end_step = po.get_optional<std::int64_t>("end_step");
+    p.label = po.get<std::string>("label");
+    const Json& layers = po.require("layers");
+    if (!layers.is_object()) throw ConfigError(where + ".layers: expected an object");
+    for (auto it = layers.begin(); it != layers.end(); ++it) {
+      const std::string lw = where + ".layers['" + it.key() + "']";
+      JsonObject lo(it.value(), lw);
+      const std::string method = lo.get<std::string>("method");
+      const Json* params = lo.find("params");
+      lo.finish();
+      p.layers.emplace_back(it.key(), normalize_method(method, params ? *params : Json::object(), lw));
+    }
+    p.predicted = po.require("predicted");
+    if (!p.predicted.is_object() || !p.predicted.contains("bytes_per_step") || !p.predicted["bytes_per_step"].is_number()) {
+      throw ConfigError(where + ".predicted: expected an object with a number bytes_per_step");
+    }
+    po.finish();
+    s.phases.push_back(std::move(p));
+  }
+  const Json& buckets = o.require("buckets");
+  if (!buckets.is_array()) throw ConfigError(origin + ".buckets: expected an array");
+  for (std::size_t i = 0; i < buckets.size(); ++i) {
+    JsonObject bo(buckets[i], origin + ": buckets[" + std::to_string(i) + "]");
+    BucketInfo b;
+    b.index = bo.get<int>("index");
+    b.params = bo.get<std::vector<std::string>>("params");
+    b.size_bytes = bo.get<std::int64_t>("size_bytes");
+    b.numel = bo.get_or<std::vector<std::int64_t>>("numel", {});
+    if (!b.numel.empty() && b.numel.size() != b.params.size()) throw ConfigError(bo.where() + ": numel and params differ in length");
+    bo.finish();
+    s.buckets.push_back(std::move(b));
+  }
+  s.predicted = o.require("predicted");
+  s.config = o.require("config");
+  s.provenance = o.require("provenance");
+  o.finish();
+  return s;
+}
+
+Schedule read_schedule(const std::string& path) { return schedule_from_json(read_json_file(path), path); }
+
+}  // namespace lgreco::planner
