@@ -61,6 +61,8 @@ LGRECO_HD_INLINE std::uint32_t get_code(const std::uint8_t* bytes, std::uint64_t
 }
 
 // ---- max-min (CGX) ---------------------------------------------------------------------------
+// min, max: of the bucket in the total order of the ordered-integer key (bits ^ ((bits >> 31) &
+// 0x7FFFFFFF) as int32), i.e. float order with −0 < +0; so a bucket holding both zeros has min −0.
 // unit = (max − min) / (2^b − 1)  [fp32 division]; a bucket with max == min has unit 0.
 // level = unit == 0 ? 0 : min(floor((x − min) / unit + u), 2^b − 1), u = 0.5 (nearest) or u_i.
 // decode = min + unit · level  (two roundings, no FMA); unit 0 decodes to min exactly.

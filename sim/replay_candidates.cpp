@@ -92,7 +92,8 @@ Family family_from_name(const std::string& name) {
   if (name == "qsgd") return Family::kQsgd;
   if (name == "maxmin") return Family::kMaxMin;
   if (name == "mixed") return Family::kMixed;
-  throw ConfigError("unknown family '" + name + "' (expected powersgd, topk, qsgd, maxmin or mixed)");
+  if (name == "all") return Family::kAll;
+  throw ConfigError("unknown family '" + name + "' (expected powersgd, topk, qsgd, maxmin, mixed or all)");
 }
 
 std::string to_string(Family f) {
@@ -102,26 +103,30 @@ std::string to_string(Family f) {
     case Family::kQsgd: return "qsgd";
     case Family::kMaxMin: return "maxmin";
     case Family::kMixed: return "mixed";
+    case Family::kAll: return "all";
   }
   return "?";
 }
 
 FamilyDefaults parse_family_defaults(Family family, const std::vector<std::pair<std::string, std::string>>& kv) {
   FamilyDefaults d;
-  if (family != Family::kMixed) {
+  if (family != Family::kMixed && family != Family::kAll) {
     d.matrix = kernels::parse_method(to_string(family), kv);
-    d.other = d.matrix;
+    d.other = d.sparse = d.matrix;
     return d;
   }
-  kernels::ParamList psgd, mm;
+  kernels::ParamList psgd, mm, tk;
   for (const auto& [k, v] : kv) {
     if (k == "bits" || k == "bucket_size" || k == "rounding") mm.emplace_back(k, v);
+    else if (family == Family::kAll && (k == "density" || k == "encoding" || k == "selection")) tk.emplace_back(k, v);
     else psgd.emplace_back(k, v);
   }
+  d.sparse = kernels::parse_method("topk", tk);
   try {
     d.matrix = kernels::parse_method("powersgd", psgd);
   } catch (const ConfigError& e) {
-    throw ConfigError(std::string("family mixed: --default: ") + e.what() + " (max-min keys: bits, bucket_size, rounding)");
+    throw ConfigError("family " + to_string(family) + ": --default: " + e.what() +
+                      " (max-min keys: bits, bucket_size, rounding; top-k keys with family all: density, encoding, selection)");
   }
   d.other = kernels::parse_method("maxmin", mm);
   return d;
@@ -161,6 +166,17 @@ CandidateSet make_candidates(Family family, const FamilyDefaults& defaults, std:
       } else if (big_matrix) {
         add_bits(set, defaults.other);
         def = defaults.other;
+      }
+      break;
+    case Family::kAll:
+      if (powersgd_compressible(defaults.matrix.powersgd, shape)) {
+        add_powersgd(set, defaults.matrix, shape, ranges);
+        def = defaults.matrix;
+      }
+      if (big_matrix) {
+        add_density(set, defaults.sparse);
+        add_bits(set, defaults.other);
+        if (def.method == Method::kNone) def = defaults.other;
       }
       break;
   }

@@ -12,6 +12,8 @@
 ///   (lo, hi) = (2, 16) for qsgd and (1, 8) for maxmin.
 /// - mixed: layers compressible by PowerSGD at the default rank get the PowerSGD ranks AND the
 ///   max-min bits; other planned layers get the max-min bits; small layers get "none".
+/// - all (comparisons and benchmarks): PowerSGD ranks on PowerSGD-compressible matrices, plus the
+///   top-k densities and max-min bits on every planned matrix.
 /// For topk, qsgd and maxmin (and mixed's max-min-only layers) a layer is planned iff it has ≥ 2
 /// dimensions and numel ≥ min_numel (default 1024); biases, norms and tiny matrices get "none".
 /// The default (uniform) setting is always one of the candidates; `default_index` points at it.
@@ -25,9 +27,9 @@
 namespace lgreco::sim {
 
 /// The method family being planned.
-enum class Family { kPowerSgd, kTopK, kQsgd, kMaxMin, kMixed };
+enum class Family { kPowerSgd, kTopK, kQsgd, kMaxMin, kMixed, kAll };
 
-/// Parses "powersgd|topk|qsgd|maxmin|mixed"; ConfigError otherwise.
+/// Parses "powersgd|topk|qsgd|maxmin|mixed|all"; ConfigError otherwise.
 Family family_from_name(const std::string& name);
 /// The family's name.
 std::string to_string(Family f);
@@ -35,11 +37,13 @@ std::string to_string(Family f);
 /// The family's default settings: the uniform plan's methods.
 struct FamilyDefaults {
   kernels::MethodSpec matrix;  ///< powersgd (or topk/qsgd/maxmin) setting for planned layers
-  kernels::MethodSpec other;   ///< mixed: max-min setting for layers PowerSGD does not compress
+  kernels::MethodSpec other;   ///< mixed/all: max-min setting for layers PowerSGD does not compress
+  kernels::MethodSpec sparse;  ///< all: top-k setting
 };
 
 /// Builds the defaults from "key=value" pairs (`--default rank=4`). Keys are the family method's
-/// parameters; for mixed, powersgd keys and maxmin keys (bits, bucket_size, rounding) may be mixed.
+/// parameters; for mixed, powersgd keys and maxmin keys (bits, bucket_size, rounding) may be mixed;
+/// for all, also topk keys (density, encoding, selection).
 /// Unknown keys are ConfigError naming the key and the family.
 FamilyDefaults parse_family_defaults(Family family, const std::vector<std::pair<std::string, std::string>>& kv);
 

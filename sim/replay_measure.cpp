@@ -13,12 +13,29 @@ using kernels::Method;
 using kernels::MethodSpec;
 
 double frobenius_distance(std::span<const float> a, std::span<const float> b) {
-  double s = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    const double d = static_cast<double>(a[i]) - static_cast<double>(b[i]);
-    s += d * d;
+  // Blocks of 1024 differences squared in fp32 (8 independent lanes, vectorisable), each block
+  // added to a double: relative error ~1e-7 per block, none accumulated across the tensor.
+  const std::size_t n = a.size();
+  double total = 0;
+  for (std::size_t start = 0; start < n; start += 1024) {
+    const std::size_t end = std::min(n, start + 1024);
+    float lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    std::size_t i = start;
+    for (; i + 8 <= end; i += 8) {
+      for (int j = 0; j < 8; ++j) {
+        const float d = a[i + j] - b[i + j];
+        lane[j] += d * d;
+      }
+    }
+    double block = 0;
+    for (; i < end; ++i) {
+      const double d = static_cast<double>(a[i]) - static_cast<double>(b[i]);
+      block += d * d;
+    }
+    for (float v : lane) block += v;
+    total += block;
   }
-  return std::sqrt(s);
+  return std::sqrt(total);
 }
 
 MethodSpec measurement_spec(const MethodSpec& candidate, int iterations, std::uint64_t seed) {

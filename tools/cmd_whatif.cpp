@@ -164,7 +164,7 @@ int run_whatif(const std::vector<std::string>& args) {
                  {"cluster", base.name},
                  {"points", points},
                  {"config", config},
-                 {"provenance", provenance_json({job.trace})}};
+                 {"provenance", r.provenance}};
   if (!plot.empty()) {
     AtomicPath tmp(std::filesystem::absolute(plot).parent_path() / (".whatif-" + std::to_string(getpid()) + ".json"),
                    Overwrite::kAllow);

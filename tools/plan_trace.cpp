@@ -83,10 +83,8 @@ int run_plan_trace(const std::vector<std::string>& args) {
   sched_file.stream() << schedule.dump(2) << "\n";
   std::optional<AtomicFile> tables_file;
   if (!tables_out.empty()) {
-    planner::Tables t = r.tables;
-    t.provenance = provenance_json({job.trace});
     tables_file.emplace(tables_out, policy);
-    tables_file->stream() << planner::tables_to_json(t).dump(2) << "\n";
+    tables_file->stream() << planner::tables_to_json(r.tables).dump(2) << "\n";
   }
   throw_if_cancelled();
   sched_file.commit();

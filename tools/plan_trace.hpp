@@ -59,6 +59,7 @@ struct ClosedLoopResult {
   planner::PlanOptions plan;                   ///< the plan options used (forward_s resolved)
   std::string backend;                         ///< "cpu" or "cuda": what ran
   double replay_s = 0, grad_bytes = 0;         ///< wall time and fp32 gradient bytes replayed
+  Json provenance;                             ///< provenance_json({trace}), hashed while replaying
 };
 
 /// Runs the closed loop on a trace. The step model's forward time, unless set, is half the

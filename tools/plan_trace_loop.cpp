@@ -2,8 +2,10 @@
 // candidates, plan the next window from those tables.
 #include <algorithm>
 #include <cmath>
+#include <future>
 
 #include "core/error.hpp"
+#include "core/provenance.hpp"
 #include "kernels/method_json.hpp"
 #include "sim/replay_pool.hpp"
 #include "sim/replay_trace_source.hpp"
@@ -56,7 +58,7 @@ double parse_num(const std::string& opt, const std::string& v) { return parse_do
 
 void add_trace_job_options(ArgParser& p, TraceJobArgs& a) {
   p.option("--trace", &a.trace, "FILE", "trace to replay (HDF5, docs/trace-format.md)", true);
-  p.option("--family", &a.family, "NAME", "method family: powersgd, topk, qsgd, maxmin or mixed (default powersgd)");
+  p.option("--family", &a.family, "NAME", "method family: powersgd, topk, qsgd, maxmin, mixed (PowerSGD + max-min), or all (PowerSGD + top-k + max-min); default powersgd");
   p.option("--default", &a.defaults, "K=V[,K=V]",
            "the uniform default setting, e.g. rank=4 (powersgd), density=0.01 (topk), bits=4 (qsgd, maxmin), "
            "rank=4,bits=4 (mixed); unspecified parameters take their defaults");
@@ -116,6 +118,8 @@ TraceJob resolve_trace_job(const TraceJobArgs& a) {
 ClosedLoopResult run_closed_loop(const TraceJob& job, const sim::CollectiveCost* cost,
                                  const std::function<void(const sim::ReplayProgress&)>& progress) {
   const auto source = sim::open_trace_source(job.trace);
+  // Hashing a multi-GB trace for the provenance takes as long as reading it: do it meanwhile.
+  auto provenance = std::async(std::launch::async, [path = job.trace] { return provenance_json({path}); });
   const auto& layers = source->layers();
   ClosedLoopResult r;
   r.model = source->model();
@@ -164,6 +168,8 @@ ClosedLoopResult run_closed_loop(const TraceJob& job, const sim::CollectiveCost*
   r.replay_s = replay.elapsed_s();
   r.grad_bytes = replay.grad_bytes();
   planner::validate_tables(r.tables, "replay of " + job.trace.string());
+  r.provenance = provenance.get();
+  r.tables.provenance = r.provenance;
   return r;
 }
 

@@ -111,7 +111,7 @@ Json schedule_json(const TraceJob& job, const ClosedLoopResult& r, const Json& c
               {"buckets", bj},
               {"predicted", predicted},
               {"config", config},
-              {"provenance", provenance_json({job.trace})}};
+              {"provenance", r.provenance}};
 }
 
 std::string summary_text(const TraceJob& job, const ClosedLoopResult& r, const std::string& topology) {

@@ -2,6 +2,13 @@
 
 #include <cstring>
 
+#include "kernels/cpu/simd.hpp"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define LGRECO_CAST_F16C 1
+#endif
+
 namespace lgreco::kernels::cpu {
 namespace {
 inline std::uint32_t bits_of(float x) {
@@ -76,11 +83,47 @@ void bf16_compress(std::span<const float> x, std::span<std::uint16_t> out) {
 void bf16_decompress(std::span<const std::uint16_t> in, std::span<float> out) {
   for (std::size_t i = 0; i < in.size(); ++i) out[i] = bf16_to_float(in[i]);
 }
+namespace {
+#if LGRECO_CAST_F16C
+// Hardware conversion (F16C, round to nearest even, IEEE overflow/subnormal handling): the same
+// results as float_to_half/half_to_float, which the tests check element by element.
+__attribute__((target("avx,f16c"))) void fp16_roundtrip_f16c(const float* x, float* out, std::size_t n) noexcept {
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    _mm256_storeu_ps(out + i, _mm256_cvtph_ps(h));
+  }
+  for (; i < n; ++i) out[i] = half_to_float(float_to_half(x[i]));
+}
+bool have_f16c() {
+  static const bool yes = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
+  return yes;
+}
+#endif
+
+// Branch-free RNE to bf16 and back (NaN is rejected before casts are called; it still maps to a
+// quiet NaN here).
+LGRECO_CPU_CLONES void bf16_roundtrip_loop(const float* x, float* out, std::size_t n) noexcept {
+  for (std::size_t i = 0; i < n; ++i) {
+    std::uint32_t f;
+    std::memcpy(&f, x + i, sizeof f);
+    const std::uint32_t r = (f + 0x7FFFu + ((f >> 16) & 1u)) & 0xFFFF0000u;
+    const std::uint32_t q = (f & 0xFFFF0000u) | 0x400000u;
+    const std::uint32_t v = (f & 0x7FFFFFFFu) > 0x7F800000u ? q : r;
+    std::memcpy(out + i, &v, sizeof v);
+  }
+}
+}  // namespace
+
 void fp16_roundtrip(std::span<const float> x, std::span<float> out) {
+#if LGRECO_CAST_F16C
+  if (have_f16c()) {
+    fp16_roundtrip_f16c(x.data(), out.data(), x.size());
+    return;
+  }
+#endif
   for (std::size_t i = 0; i < x.size(); ++i) out[i] = half_to_float(float_to_half(x[i]));
 }
-void bf16_roundtrip(std::span<const float> x, std::span<float> out) {
-  for (std::size_t i = 0; i < x.size(); ++i) out[i] = bf16_to_float(float_to_bf16(x[i]));
-}
+void bf16_roundtrip(std::span<const float> x, std::span<float> out) { bf16_roundtrip_loop(x.data(), out.data(), x.size()); }
 
 }  // namespace lgreco::kernels::cpu

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "kernels/cpu/bitpack.hpp"
+#include "kernels/cpu/simd.hpp"
 #include "kernels/quant_math.hpp"
 #include "kernels/wire.hpp"
 
@@ -22,6 +23,96 @@ struct Scratch {
 
 inline double combine8(const double* p) { return ((p[0] + p[1]) + (p[2] + p[3])) + ((p[4] + p[5]) + (p[6] + p[7])); }
 
+// Ordered-integer key of a float: signed-integer order equals float order, with −0 < +0 (the key
+// is its own inverse). Integer min/max reductions vectorise where float ones may not.
+inline std::int32_t ordered_key(float f) {
+  std::int32_t b;
+  std::memcpy(&b, &f, sizeof b);
+  return b ^ ((b >> 31) & 0x7FFFFFFF);
+}
+inline float from_ordered_key(std::int32_t k) {
+  const std::int32_t b = k ^ ((k >> 31) & 0x7FFFFFFF);
+  float f;
+  std::memcpy(&f, &b, sizeof f);
+  return f;
+}
+
+// The loops below are compiled as target clones (AVX2 + baseline). Clones must not throw (GCC
+// gives their dispatch no unwind information), so they are noexcept and never allocate.
+
+// Bucket min and max in the ordered-key total order (n ≥ 1).
+LGRECO_CPU_CLONES void ordered_minmax(const float* v, std::uint64_t n, float& mn, float& mx) noexcept {
+  std::int32_t lo = INT32_MAX, hi = INT32_MIN;
+  for (std::uint64_t j = 0; j < n; ++j) {
+    const std::int32_t k = ordered_key(v[j]);
+    lo = k < lo ? k : lo;
+    hi = k > hi ? k : hi;
+  }
+  mn = from_ordered_key(lo);
+  mx = from_ordered_key(hi);
+}
+
+// max |v| (0 for n = 0) via the magnitude bit patterns (monotone for finite values).
+LGRECO_CPU_CLONES float max_abs(const float* v, std::uint64_t n) noexcept {
+  std::int32_t m = 0;
+  for (std::uint64_t j = 0; j < n; ++j) {
+    std::int32_t b;
+    std::memcpy(&b, v + j, sizeof b);
+    b &= 0x7FFFFFFF;
+    m = b > m ? b : m;
+  }
+  float f;
+  std::memcpy(&f, &m, sizeof f);
+  return f;
+}
+
+LGRECO_CPU_CLONES void maxmin_levels(const float* v, std::uint64_t n, float mn, float unit, const float* u,
+                                     std::uint32_t max_level, std::uint16_t* codes) noexcept {
+  for (std::uint64_t j = 0; j < n; ++j) codes[j] = static_cast<std::uint16_t>(maxmin_level(v[j], mn, unit, u[j], max_level));
+}
+
+LGRECO_CPU_CLONES void maxmin_decode_run(const std::uint16_t* c, std::uint64_t n, float mn, float unit, float* o) noexcept {
+  for (std::uint64_t j = 0; j < n; ++j) o[j] = maxmin_decode(mn, unit, c[j]);
+}
+
+LGRECO_CPU_CLONES void qsgd_codes(const float* v, std::uint64_t n, float norm, int s, const float* u,
+                                  std::uint16_t* codes) noexcept {
+  for (std::uint64_t j = 0; j < n; ++j) codes[j] = static_cast<std::uint16_t>(qsgd_code(v[j], qsgd_level(v[j], norm, s, u[j]), s));
+}
+
+LGRECO_CPU_CLONES void qsgd_decode_run(const std::uint16_t* c, std::uint64_t n, int s, float norm, float* o) noexcept {
+  for (std::uint64_t j = 0; j < n; ++j) o[j] = qsgd_decode(c[j], s, norm);
+}
+
+LGRECO_CPU_CLONES void nuqsgd_codes(const float* v, std::uint64_t n, float norm, int s, int mbits, const float* u,
+                                    std::uint16_t* codes) noexcept {
+  for (std::uint64_t j = 0; j < n; ++j)
+    codes[j] = static_cast<std::uint16_t>(nuqsgd_code(v[j], nuqsgd_index(v[j], norm, s, u[j]), mbits));
+}
+
+LGRECO_CPU_CLONES void nuqsgd_decode_run(const std::uint16_t* c, std::uint64_t n, int s, int mbits, float norm,
+                                         float* o) noexcept {
+  for (std::uint64_t j = 0; j < n; ++j) o[j] = nuqsgd_decode(c[j], s, mbits, norm);
+}
+
+LGRECO_CPU_CLONES void terngrad_codes(const float* v, std::uint64_t n, float s, const float* u,
+                                      std::uint16_t* codes) noexcept {
+  for (std::uint64_t j = 0; j < n; ++j) codes[j] = static_cast<std::uint16_t>(terngrad_code(v[j], s, u[j]));
+}
+
+// Sign bits of n = 8·m values straight into m bytes (layout of pack_run with b = 1).
+LGRECO_CPU_CLONES void sign_bytes(const float* v, std::uint64_t m, std::uint8_t* out) noexcept {
+  for (std::uint64_t q = 0; q < m; ++q) {
+    unsigned byte = 0;
+    for (int l = 0; l < 8; ++l) byte |= sign_code(v[8 * q + l]) << l;
+    out[q] = static_cast<std::uint8_t>(byte);
+  }
+}
+
+LGRECO_CPU_CLONES void sign_decode_run(const std::uint16_t* c, std::uint64_t n, float sc, float* o) noexcept {
+  for (std::uint64_t j = 0; j < n; ++j) o[j] = c[j] ? sc : -sc;
+}
+
 void zero(std::span<std::uint8_t> codes) { std::memset(codes.data(), 0, codes.size()); }
 
 // u for a bucket: uniforms, or the constant 0.5 (nearest rounding).
@@ -33,7 +124,7 @@ void bucket_uniforms(bool stochastic, std::uint64_t seed, std::uint64_t stream, 
 
 }  // namespace
 
-float bucket_l2_norm(std::span<const float> b) {
+LGRECO_CPU_CLONES float bucket_l2_norm(std::span<const float> b) {
   double part[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   const float* x = b.data();
   const std::size_t n = b.size();
@@ -44,7 +135,7 @@ float bucket_l2_norm(std::span<const float> b) {
   return static_cast<float>(std::sqrt(combine8(part)));
 }
 
-float bucket_l1_mean(std::span<const float> b) {
+LGRECO_CPU_CLONES float bucket_l1_mean(std::span<const float> b) {
   if (b.empty()) return 0.0f;
   double part[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   const float* x = b.data();
@@ -67,28 +158,13 @@ void maxmin_compress(std::span<const float> x, const MaxMinParams& p, std::uint6
   for (std::uint64_t b = 0, start = 0; start < n; ++b, start += d) {
     const std::uint64_t cnt = std::min(d, n - start);
     const float* v = x.data() + start;
-    float lo[8], hi[8];
-    for (int l = 0; l < 8; ++l) lo[l] = hi[l] = v[0];
-    std::uint64_t j = 0;
-    for (; j + 8 <= cnt; j += 8)
-      for (int l = 0; l < 8; ++l) {
-        lo[l] = v[j + l] < lo[l] ? v[j + l] : lo[l];
-        hi[l] = v[j + l] > hi[l] ? v[j + l] : hi[l];
-      }
-    for (; j < cnt; ++j) {
-      lo[0] = v[j] < lo[0] ? v[j] : lo[0];
-      hi[0] = v[j] > hi[0] ? v[j] : hi[0];
-    }
-    float mn = lo[0], mx = hi[0];
-    for (int l = 1; l < 8; ++l) {
-      mn = lo[l] < mn ? lo[l] : mn;
-      mx = hi[l] > mx ? hi[l] : mx;
-    }
+    float mn, mx;
+    ordered_minmax(v, cnt, mn, mx);
     const float unit = maxmin_unit(mn, mx, p.bits);
     mins[b] = mn;
     units[b] = unit;
     bucket_uniforms(stochastic, seed, stream, start, cnt, s.u.data());
-    for (j = 0; j < cnt; ++j) s.codes[j] = static_cast<std::uint16_t>(maxmin_level(v[j], mn, unit, s.u[j], max_level));
+    maxmin_levels(v, cnt, mn, unit, s.u.data(), max_level, s.codes.data());
     pack_run(s.codes.data(), cnt, p.bits, codes.data(), start);
   }
 }
@@ -103,7 +179,7 @@ void maxmin_decompress(std::span<const std::uint8_t> codes, std::span<const floa
     unpack_run(codes.data(), start, cnt, p.bits, c.data());
     const float mn = mins[b], unit = units[b];
     float* o = out.data() + start;
-    for (std::uint64_t j = 0; j < cnt; ++j) o[j] = maxmin_decode(mn, unit, c[j]);
+    maxmin_decode_run(c.data(), cnt, mn, unit, o);
   }
 }
 
@@ -123,16 +199,11 @@ std::uint64_t qsgd_compress(std::span<const float> x, const QsgdParams& p, std::
     if (p.norm == QsgdNorm::kL2) {
       norm = bucket_l2_norm({v, cnt});
     } else {
-      float m = 0.0f;
-      for (std::uint64_t j = 0; j < cnt; ++j) m = std::fabs(v[j]) > m ? std::fabs(v[j]) : m;
-      norm = m;
+      norm = max_abs(v, cnt);
     }
     norms[b] = norm;
     fill_uniform(seed, stream, start, cnt, sc.u.data());
-    for (std::uint64_t j = 0; j < cnt; ++j) {
-      const std::uint32_t xi = qsgd_level(v[j], norm, s, sc.u[j]);
-      sc.codes[j] = static_cast<std::uint16_t>(qsgd_code(v[j], xi, s));
-    }
+    qsgd_codes(v, cnt, norm, s, sc.u.data(), sc.codes.data());
     if (p.encoding == QsgdEncoding::kElias)
       for (std::uint64_t j = 0; j < cnt; ++j) {
         const std::uint64_t xi = static_cast<std::uint64_t>(std::abs(static_cast<int>(sc.codes[j]) - s));
@@ -153,7 +224,7 @@ void qsgd_decompress(std::span<const std::uint8_t> codes, std::span<const float>
     const std::uint64_t cnt = std::min(d, n - start);
     unpack_run(codes.data(), start, cnt, bits, c.data());
     float* o = out.data() + start;
-    for (std::uint64_t j = 0; j < cnt; ++j) o[j] = qsgd_decode(c[j], p.levels, norms[b]);
+    qsgd_decode_run(c.data(), cnt, p.levels, norms[b], o);
   }
 }
 
@@ -167,8 +238,14 @@ void sign_compress(std::span<const float> x, const SignParams& p, std::span<std:
     const std::uint64_t cnt = std::min(d, n - start);
     const float* v = x.data() + start;
     scales[b] = bucket_l1_mean({v, cnt});
-    for (std::uint64_t j = 0; j < cnt; ++j) c[j] = static_cast<std::uint16_t>(sign_code(v[j]));
-    pack_run(c.data(), cnt, 1, codes.data(), start);
+    std::uint64_t j = 0;
+    if ((start & 7u) == 0) {
+      // Byte-aligned: build each byte of 8 sign bits directly (same layout as pack_run).
+      sign_bytes(v, cnt / 8, codes.data() + (start >> 3));
+      j = cnt / 8 * 8;
+    }
+    for (std::uint64_t t = j; t < cnt; ++t) c[t - j] = static_cast<std::uint16_t>(sign_code(v[t]));
+    pack_run(c.data(), cnt - j, 1, codes.data(), start + j);
   }
 }
 
@@ -182,22 +259,20 @@ void sign_decompress(std::span<const std::uint8_t> codes, std::span<const float>
     unpack_run(codes.data(), start, cnt, 1, c.data());
     const float sc = scales[b];
     float* o = out.data() + start;
-    for (std::uint64_t j = 0; j < cnt; ++j) o[j] = c[j] ? sc : -sc;
+    sign_decode_run(c.data(), cnt, sc, o);
   }
 }
 
 float terngrad_compress(std::span<const float> x, std::uint64_t seed, std::uint64_t stream, std::span<std::uint8_t> codes) {
   zero(codes);
-  float s = 0.0f;
-  for (float v : x) s = std::fabs(v) > s ? std::fabs(v) : s;
+  const float s = max_abs(x.data(), x.size());
   const std::uint64_t n = x.size();
   constexpr std::uint64_t kChunk = 4096;
   Scratch sc(std::min(kChunk, n));
   for (std::uint64_t start = 0; start < n; start += kChunk) {
     const std::uint64_t cnt = std::min(kChunk, n - start);
     fill_uniform(seed, stream, start, cnt, sc.u.data());
-    for (std::uint64_t j = 0; j < cnt; ++j)
-      sc.codes[j] = static_cast<std::uint16_t>(terngrad_code(x[start + j], s, sc.u[j]));
+    terngrad_codes(x.data() + start, cnt, s, sc.u.data(), sc.codes.data());
     pack_run(sc.codes.data(), cnt, 2, codes.data(), start);
   }
   return s;
@@ -229,8 +304,7 @@ void nuqsgd_compress(std::span<const float> x, const NuqsgdParams& p, std::uint6
     const float norm = bucket_l2_norm({v, cnt});
     norms[b] = norm;
     fill_uniform(seed, stream, start, cnt, sc.u.data());
-    for (std::uint64_t j = 0; j < cnt; ++j)
-      sc.codes[j] = static_cast<std::uint16_t>(nuqsgd_code(v[j], nuqsgd_index(v[j], norm, p.levels, sc.u[j]), mbits));
+    nuqsgd_codes(v, cnt, norm, p.levels, mbits, sc.u.data(), sc.codes.data());
     pack_run(sc.codes.data(), cnt, bits, codes.data(), start);
   }
 }
@@ -245,7 +319,7 @@ void nuqsgd_decompress(std::span<const std::uint8_t> codes, std::span<const floa
     const std::uint64_t cnt = std::min(d, n - start);
     unpack_run(codes.data(), start, cnt, bits, c.data());
     float* o = out.data() + start;
-    for (std::uint64_t j = 0; j < cnt; ++j) o[j] = nuqsgd_decode(c[j], p.levels, bits - 1, norms[b]);
+    nuqsgd_decode_run(c.data(), cnt, p.levels, bits - 1, norms[b], o);
   }
 }
 

@@ -52,21 +52,31 @@ KthKey select_impl(std::uint64_t n, std::uint64_t k, KeyAt key_at, std::vector<s
   const auto [d1, above1] = find_digit(hist.data(), 2048, k);
 
   // Pass 2: compact the candidates (digit 1 == d1) with a digit-2 histogram; collect indices above.
-  std::vector<Candidate> cand;
-  cand.reserve(hist[d1]);
-  std::vector<std::uint32_t> above_idx;
-  if constexpr (kCollect) above_idx.reserve(above1);
+  // Sizes are known from pass 1, so the buffers are filled by index. Most elements are below d1:
+  // a vectorisable "any at or above d1" test over 16 keys skips them in bulk.
+  std::vector<Candidate> cand(hist[d1]);
+  std::vector<std::uint32_t> above_idx(kCollect ? above1 : 0);
+  std::size_t nc = 0, na = 0;
   std::array<std::uint32_t, 2048> hist2{};
-  for (std::uint64_t j = 0; j < n; ++j) {
+  const std::uint32_t lo_key = d1 << kShift1;
+  auto visit = [&](std::uint64_t j) {
     const std::uint32_t key = key_at(j);
     const std::uint32_t d = key >> kShift1;
     if (d == d1) {
-      cand.push_back({key, static_cast<std::uint32_t>(j)});
+      cand[nc++] = {key, static_cast<std::uint32_t>(j)};
       ++hist2[(key >> kShift2) & kMask11];
     } else if (kCollect && d > d1) {
-      above_idx.push_back(static_cast<std::uint32_t>(j));
+      above_idx[na++] = static_cast<std::uint32_t>(j);
     }
+  };
+  std::uint64_t j = 0;
+  for (; j + 16 <= n; j += 16) {
+    std::uint32_t any = 0;
+    for (int l = 0; l < 16; ++l) any |= key_at(j + l) >= lo_key ? 1u : 0u;
+    if (any)
+      for (int l = 0; l < 16; ++l) visit(j + l);
   }
+  for (; j < n; ++j) visit(j);
   const std::uint64_t k2 = k - above1;
   const auto [d2, above2] = find_digit(hist2.data(), 2048, k2);
   const std::uint64_t k3 = k2 - above2;

@@ -90,6 +90,15 @@ TEST_CASE("max-min: hand-derived cases", "[quant][maxmin]") {
   CHECK(r[1] == (u < 0.25f ? 1.0f : 0.0f));
   CHECK(r[0] == 0.0f);
   CHECK(r[2] == 1.0f);
+  // Bucket min/max in the ordered-key order: −0 < +0, so {+0, −0} has min −0 and max +0.
+  const std::vector<float> zeros = {0.0f, -0.0f, 0.0f, 0.0f};
+  std::vector<std::uint8_t> zc(cpu::packed_bytes(4, 2));
+  std::vector<float> zmin(1), zunit(1), zout(4);
+  cpu::maxmin_compress(zeros, p, 0, 0, zc, zmin, zunit);
+  CHECK(same_bits(zmin[0], -0.0f));
+  CHECK(zunit[0] == 0.0f);
+  cpu::maxmin_decompress(zc, zmin, zunit, p, zout);
+  for (float z : zout) CHECK(z == 0.0f);
 }
 
 TEST_CASE("max-min, QSGD, NUQSGD, TernGrad are unbiased over seeds", "[quant][unbiased]") {
@@ -222,4 +231,18 @@ TEST_CASE("all-zero buckets decode to exact zeros", "[quant]") {
   for (float v : qsgd_rt(z, QsgdParams{}, 1, 1)) CHECK(v == 0.0f);
   for (float v : maxmin_rt(z, MaxMinParams{}, 1, 1)) CHECK(v == 0.0f);
   for (float v : nuq_rt(z, NuqsgdParams{}, 1, 1)) CHECK(v == 0.0f);
+}
+
+TEST_CASE("block-wise uniforms equal rng::uniform_at element by element", "[quant][rng]") {
+  // fill_uniform may use a vectorised Philox; it must match the scalar definition bit for bit,
+  // from any starting element, including block counters that cross a 2^32 boundary.
+  for (std::uint64_t first : {0ull, 1ull, 3ull, 4ull, 37ull, (1ull << 34) - 40})
+    for (std::uint64_t count : {0ull, 5ull, 31ull, 32ull, 33ull, 100ull, 1000ull}) {
+      std::vector<float> u(count);
+      cpu::fill_uniform(12345678901ull, rng::stream_of(9, 4), first, count, u.data());
+      for (std::uint64_t j = 0; j < count; ++j) {
+        CAPTURE(first, count, j);
+        REQUIRE(same_bits(u[j], rng::uniform_at(12345678901ull, rng::stream_of(9, 4), first + j)));
+      }
+    }
 }

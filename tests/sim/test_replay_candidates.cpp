@@ -86,3 +86,14 @@ TEST_CASE("mixed: PowerSGD ranks and max-min bits on matrices, max-min on the re
   CHECK_THROWS_AS(parse_family_defaults(Family::kMixed, {{"no_such", "1"}}), ConfigError);
   CHECK_THROWS_AS(family_from_name("sgd"), ConfigError);
 }
+
+TEST_CASE("all: PowerSGD ranks, top-k densities and max-min bits together") {
+  const auto d = defaults(Family::kAll);
+  auto big = make_candidates(Family::kAll, d, std::vector<std::int64_t>{512, 256});
+  CHECK(big.candidates.size() == 7 + 5 + 7);
+  CHECK(big.candidates[big.default_index].method == Method::kPowerSgd);
+  auto thin = make_candidates(Family::kAll, d, std::vector<std::int64_t>{4, 4096});
+  CHECK(thin.candidates.size() == 5 + 7);
+  CHECK(thin.candidates[thin.default_index].method == Method::kMaxMin);
+  CHECK(parse_family_defaults(Family::kAll, {{"density", "0.02"}}).sparse.topk.density == 0.02);
+}

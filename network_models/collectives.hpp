@@ -1,0 +1,148 @@
+#pragma once
+/// NCCL-shaped collective cost (reference-network.md; NCCL src/graph/tuning.cc, version 2.30.7).
+///
+/// For n ranks on N hosts (ppn = n/N ranks per host), a collective of S bytes (nccl-tests "size":
+/// the buffer for allreduce/broadcast, the whole gathered/scattered buffer for allgather and
+/// reduce-scatter) costs, for each available (algorithm a, protocol p):
+///
+///   t(a, p, S) = L(a, p) + max(S, R_p) · (1 + κ_p · H_p / (S + H_p)) / algBw(a, p)
+///
+/// L and algBw are NCCL's model; R_p (channel ramp: below R_p the bandwidth grows with the size, as
+/// NCCL uses fewer channels), κ_p and H_p (a saturating efficiency 1/(1 + κ·H/(S+H)), from 1/(1+κ)
+/// for small messages to 1 for large ones) are zero/neutral by default and set by calibration.
+/// The collective takes the fastest pair (NCCL picks the fastest by its model). One rank or S = 0
+/// costs zero.
+///
+/// Bus bandwidth B: ring B = min(B_local, η_net · B_net) from the ring embedding (topology.hpp),
+/// η_net the transport efficiency (RDMA 1, sockets 0.5 by default). Protocol caps, then × m_p:
+///   ring   LL  min(llMaxBw, 0.5·B)   LL128 min(0.92·B, C·perChMaxRingLL128Bw) (0.7·B when ppn = 1)
+///          Simple B;  algBw = B_p · n / nsteps,  nsteps = 2(n−1) allreduce, n−1 allgather and
+///          reduce-scatter, n broadcast
+///   tree   (allreduce) B_t = min(0.92·B, C·perChMaxTreeBw); LL min(B_t/3.8, llMaxBw); LL128
+///          min(B_t·(N = 1 ? 7/9 : 120/128), C·perChMaxTreeLL128Bw); Simple B_t;  algBw = 0.5·B_p
+///   NVLS   (NVSwitch with in-switch reduction, one host, ppn ≥ 5, Simple only; allreduce,
+///          allgather, reduce-scatter) algBw = 5/6 · B_local · m_nvls
+///   hierarchical (allreduce over N > 1 hosts, only when allowed; not an NCCL algorithm):
+///          intra-host ring reduce-scatter of S over ppn ranks + inter-host ring allreduce of S/ppn
+///          over N ranks on the rail bandwidth + intra-host ring allgather of S
+/// C = channels (NVLink hosts: links per GPU; PCIe: 2; several hosts: 2 per NIC).
+/// Latency, with hop(class) = NCCL's per-hop constant × the calibrated scale of that class:
+///   ring   base_p + (nsteps' − nInter)·hop(intra) + nInter·hop(net), nsteps' = 2(n−1) / n−1 / n−1,
+///          nInter = 2(N−1) allreduce, N−1 otherwise
+///   tree   base_p + 2·((ppn−1)·hop(intra) + ⌊log2 N⌋·hop(net))
+///   NVLS   nvls_latency (25 µs)
+/// Protocol availability: LL128 only on NVLink hosts of compute capability 70/80/90/100, and across
+/// hosts only with RDMA.
+#include <array>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "network_models/topology.hpp"
+#include "sim/timeline.hpp"
+
+namespace lgreco::net {
+
+/// The collectives of nccl-tests.
+enum class CollectiveKind { kAllreduce, kAllgather, kReduceScatter, kBroadcast };
+/// Algorithms considered.
+enum class Algorithm { kRing, kTree, kNvls, kHierarchical };
+/// NCCL protocols.
+enum class Protocol { kLL, kLL128, kSimple };
+inline constexpr int kNumProtocols = 3;
+inline constexpr int kNumClasses = 3;  ///< hop-latency classes: nvlink, pcie, net
+
+/// Per-protocol constants (NCCL defaults) and calibrated shape parameters.
+struct ProtocolParams {
+  double ring_base_s = 0, tree_base_s = 0;         ///< NCCL baseLat
+  std::array<double, kNumClasses> ring_hop_s{};    ///< NCCL hwLat, ring, by class
+  std::array<double, kNumClasses> tree_hop_s{};    ///< NCCL hwLat, tree, by class
+  double bw_multiplier = 1;  ///< m_p (calibrated; 1 = NCCL)
+  double ramp_bytes = 0;     ///< R_p (calibrated; 0 = none)
+  double loss_factor = 0;    ///< κ_p (calibrated; 0 = none)
+  double half_bytes = 1 << 20;  ///< H_p
+};
+
+/// Every constant of the model for one topology.
+struct ModelParams {
+  std::string nccl_version = "2.30.7";
+  std::array<ProtocolParams, kNumProtocols> proto;
+  std::array<double, kNumClasses> hop_scale{1, 1, 1};  ///< calibrated multipliers of hop latencies
+  double ll_max_Bps = 0;             ///< NCCL llMaxBws
+  double ll128_ring_per_channel_Bps = 0, ll128_tree_per_channel_Bps = 0, tree_per_channel_Bps = 0;
+  int channels = 2;
+  double net_efficiency = 1;         ///< η_net: achieved fraction of the NIC rate
+  double net_extra_hop_s = 0;        ///< extra latency per network hop (sockets)
+  double nvls_latency_s = 25e-6;
+  double nvls_multiplier = 1;
+  bool allow_hierarchical = false;
+};
+
+/// NCCL's constants for this topology at this rank count (how many hosts matters for the tables).
+ModelParams default_params(const Topology& t, int ranks);
+
+/// One evaluated (algorithm, protocol) pair.
+struct Choice {
+  Algorithm algorithm = Algorithm::kRing;
+  Protocol protocol = Protocol::kSimple;
+  double time_s = 0;
+  double latency_s = 0;
+  double algbw_Bps = 0;  ///< asymptotic algorithm bandwidth (before the size efficiency)
+};
+
+/// The cost model for one topology and rank count; cheap to query (tables precomputed).
+class CollectiveModel {
+ public:
+  CollectiveModel(const Topology& t, int ranks, ModelParams p);
+  /// With a precomputed embedding of `t` (calibration rebuilds the tables many times).
+  CollectiveModel(Embedding e, const Topology& t, ModelParams p);
+  /// Fastest available pair for `size_bytes` (nccl-tests convention). Zero time for 1 rank or 0 B.
+  Choice best(CollectiveKind c, double size_bytes) const;
+  /// One pair, or nullopt when unavailable for this collective/topology.
+  std::optional<Choice> evaluate(CollectiveKind c, Algorithm a, Protocol p, double size_bytes) const;
+  /// Allgather of unequal per-rank payloads: NCCL pads every rank to the largest.
+  Choice allgather_padded(const std::vector<double>& per_rank_bytes) const;
+  /// nccl-tests bus bandwidth factor: 2(n−1)/n allreduce, (n−1)/n allgather/reduce-scatter, 1 broadcast.
+  double busbw_factor(CollectiveKind c) const;
+
+  const Embedding& embedding() const { return emb_; }
+  const ModelParams& params() const { return p_; }
+  int ranks() const { return emb_.ranks; }
+
+ private:
+  struct Entry {
+    bool ok = false;
+    double latency_s = 0, algbw_Bps = 0;
+  };
+  Entry& at(CollectiveKind c, Algorithm a, Protocol p) { return table_[static_cast<int>(c)][static_cast<int>(a)][static_cast<int>(p)]; }
+  const Entry& at(CollectiveKind c, Algorithm a, Protocol p) const { return table_[static_cast<int>(c)][static_cast<int>(a)][static_cast<int>(p)]; }
+  double shape(Protocol p, double size_bytes) const;
+  void build();
+
+  Embedding emb_;
+  ModelParams p_;
+  bool nvls_ = false;
+  int cc_ = 80;
+  Transport transport_ = Transport::kRdma;
+  std::array<std::array<std::array<Entry, kNumProtocols>, 4>, 4> table_{};
+};
+
+/// sim::CollectiveCost on top of a CollectiveModel: allreduce of the per-rank buffer; allgather of
+/// n × the per-rank payload (NCCL's total size).
+class NetworkCost : public sim::CollectiveCost {
+ public:
+  explicit NetworkCost(CollectiveModel model) : model_(std::move(model)) {}
+  double time_s(sim::Collective c, double bytes_per_rank) const override;
+  const CollectiveModel& model() const { return model_; }
+
+ private:
+  CollectiveModel model_;
+};
+
+const char* to_string(CollectiveKind c);
+const char* to_string(Algorithm a);
+const char* to_string(Protocol p);
+/// "allreduce", "allgather", "reducescatter" (or "reduce_scatter"), "broadcast"; ConfigError otherwise.
+CollectiveKind parse_collective(const std::string& s);
+
+}  // namespace lgreco::net

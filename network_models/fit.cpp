@@ -1,0 +1,308 @@
+// Levenberg–Marquardt calibration of the collective model (objective stated in fit.hpp).
+#include "network_models/fit.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <random>
+
+namespace lgreco::net {
+namespace {
+
+constexpr double kCauchyScale = 0.05;  // ln-error at which a row's weight halves
+constexpr double kPriorWeight = 0.05;  // one prior σ costs as much as a 5 % error on one row
+constexpr int kStarts = 400;
+constexpr std::uint64_t kSeed = 20261202;
+
+/// One fitted parameter: its JSON name, unit factor (internal × factor = JSON), prior and bounds.
+struct ParamDef {
+  std::string name;
+  double json_factor = 1;
+  double center = 1, sigma = 1, lo = 0, hi = 0;  // internal units
+  std::function<void(ModelParams&, double)> set;
+  std::function<double(const ModelParams&)> get;
+};
+
+const char* kProtoNames[] = {"LL", "LL128", "Simple"};
+const char* kClassNames[] = {"nvlink", "pcie", "net"};
+
+/// All parameters; `defaults` gives NCCL's values (prior centres of latencies).
+std::vector<ParamDef> all_params(const ModelParams& defaults) {
+  std::vector<ParamDef> d;
+  for (int q = 0; q < kNumProtocols; ++q) {
+    const std::string p = kProtoNames[q];
+    const double ratio = defaults.proto[q].tree_base_s / defaults.proto[q].ring_base_s;
+    d.push_back({p + ".base_latency_us", 1e6, defaults.proto[q].ring_base_s, 1.5, 0.1e-6, 5e-3,
+                 [q, ratio](ModelParams& m, double v) { m.proto[q].ring_base_s = v; m.proto[q].tree_base_s = v * ratio; },
+                 [q](const ModelParams& m) { return m.proto[q].ring_base_s; }});
+    d.push_back({p + ".bw_multiplier", 1, 1.0, 0.5, 0.02, 1.25, [q](ModelParams& m, double v) { m.proto[q].bw_multiplier = v; },
+                 [q](const ModelParams& m) { return m.proto[q].bw_multiplier; }});
+    d.push_back({p + ".ramp_bytes", 1, 65536.0, 5.0, 1.0, 4294967296.0, [q](ModelParams& m, double v) { m.proto[q].ramp_bytes = v; },
+                 [q](const ModelParams& m) { return m.proto[q].ramp_bytes; }});
+    d.push_back({p + ".loss_factor", 1, 0.1, 2.0, 1e-6, 1e3, [q](ModelParams& m, double v) { m.proto[q].loss_factor = v; },
+                 [q](const ModelParams& m) { return m.proto[q].loss_factor; }});
+    d.push_back({p + ".half_bytes", 1, 1048576.0, 5.0, 256.0, 68719476736.0, [q](ModelParams& m, double v) { m.proto[q].half_bytes = v; },
+                 [q](const ModelParams& m) { return m.proto[q].half_bytes; }});
+  }
+  for (int c = 0; c < kNumClasses; ++c) {
+    d.push_back({std::string("hop_scale.") + kClassNames[c], 1, 1.0, 1.0, 0.01, 100.0, [c](ModelParams& m, double v) { m.hop_scale[c] = v; },
+                 [c](const ModelParams& m) { return m.hop_scale[c]; }});
+  }
+  d.push_back({"net_efficiency", 1, defaults.net_efficiency, 1.0, 0.01, 1.5, [](ModelParams& m, double v) { m.net_efficiency = v; },
+               [](const ModelParams& m) { return m.net_efficiency; }});
+  d.push_back({"nvls.latency_us", 1e6, defaults.nvls_latency_s, 1.5, 0.1e-6, 5e-3, [](ModelParams& m, double v) { m.nvls_latency_s = v; },
+               [](const ModelParams& m) { return m.nvls_latency_s; }});
+  d.push_back({"nvls.bw_multiplier", 1, 1.0, 0.5, 0.02, 3.0, [](ModelParams& m, double v) { m.nvls_multiplier = v; },
+               [](const ModelParams& m) { return m.nvls_multiplier; }});
+  return d;
+}
+
+/// Solves A x = b (A symmetric positive definite after damping) by Gaussian elimination with pivoting.
+std::vector<double> solve(std::vector<std::vector<double>> a, std::vector<double> b) {
+  const std::size_t n = b.size();
+  for (std::size_t c = 0; c < n; ++c) {
+    std::size_t piv = c;
+    for (std::size_t r = c + 1; r < n; ++r) if (std::abs(a[r][c]) > std::abs(a[piv][c])) piv = r;
+    std::swap(a[c], a[piv]);
+    std::swap(b[c], b[piv]);
+    if (std::abs(a[c][c]) < 1e-300) a[c][c] = 1e-300;
+    for (std::size_t r = c + 1; r < n; ++r) {
+      const double f = a[r][c] / a[c][c];
+      for (std::size_t k = c; k < n; ++k) a[r][k] -= f * a[c][k];
+      b[r] -= f * b[c];
+    }
+  }
+  std::vector<double> x(n);
+  for (std::size_t i = n; i-- > 0;) {
+    double s = b[i];
+    for (std::size_t k = i + 1; k < n; ++k) s -= a[i][k] * x[k];
+    x[i] = s / a[i][i];
+  }
+  return x;
+}
+
+class Problem {
+ public:
+  Problem(const Topology& t, int ranks, CollectiveKind c, const std::vector<NcclTestsPoint>& data)
+      : t_(t), emb_(embed(t, ranks)), c_(c), data_(data), base_(default_params(t, ranks)) {
+    for (auto& d : all_params(base_)) {
+      const bool multi = emb_.hosts > 1;
+      const bool nvls = t.nvls && emb_.hosts == 1 && emb_.ranks_per_host >= 5 && c != CollectiveKind::kBroadcast;
+      if (d.name == "hop_scale.net" || d.name == "net_efficiency") { if (!multi) continue; }
+      else if (d.name.rfind("hop_scale.", 0) == 0) { if (d.name != std::string("hop_scale.") + (emb_.intra_class == LinkClass::kNvlink ? "nvlink" : "pcie")) continue; }
+      else if (d.name.rfind("nvls.", 0) == 0 && !nvls) continue;
+      defs_.push_back(d);
+    }
+  }
+  std::size_t size() const { return defs_.size(); }
+  const std::vector<ParamDef>& defs() const { return defs_; }
+  std::vector<double> centre() const {
+    std::vector<double> x;
+    for (const auto& d : defs_) x.push_back(std::log(d.center));
+    return x;
+  }
+  ModelParams params(const std::vector<double>& x) const {
+    ModelParams p = base_;
+    for (std::size_t j = 0; j < x.size(); ++j) defs_[j].set(p, std::exp(x[j]));
+    return p;
+  }
+  CollectiveModel model(const std::vector<double>& x) const { return CollectiveModel(emb_, t_, params(x)); }
+  /// Residuals ln(pred/meas).
+  std::vector<double> residuals(const std::vector<double>& x) const {
+    const CollectiveModel m = model(x);
+    std::vector<double> r;
+    for (const auto& pt : data_) r.push_back(std::log(m.best(c_, pt.size_bytes).time_s / pt.time_s));
+    return r;
+  }
+  void clamp(std::vector<double>& x) const {
+    for (std::size_t j = 0; j < x.size(); ++j) x[j] = std::clamp(x[j], std::log(defs_[j].lo), std::log(defs_[j].hi));
+  }
+  double prior_residual(const std::vector<double>& x, std::size_t j) const {
+    return kPriorWeight * (x[j] - std::log(defs_[j].center)) / defs_[j].sigma;
+  }
+  double objective(const std::vector<double>& x, const std::vector<double>& w) const {
+    const auto r = residuals(x);
+    double f = 0;
+    for (std::size_t i = 0; i < r.size(); ++i) f += w[i] * r[i] * r[i];
+    for (std::size_t j = 0; j < x.size(); ++j) f += prior_residual(x, j) * prior_residual(x, j);
+    return f;
+  }
+
+ private:
+  const Topology& t_;
+  Embedding emb_;
+  CollectiveKind c_;
+  const std::vector<NcclTestsPoint>& data_;
+  ModelParams base_;
+  std::vector<ParamDef> defs_;
+};
+
+std::vector<double> cauchy_weights(const std::vector<double>& r) {
+  std::vector<double> w;
+  for (double v : r) w.push_back(1.0 / std::sqrt(1.0 + (v / kCauchyScale) * (v / kCauchyScale)));
+  return w;
+}
+
+/// Levenberg–Marquardt with IRLS weights from `x`; returns the end point.
+std::vector<double> levenberg_marquardt(const Problem& pb, std::vector<double> x) {
+  const std::size_t n = x.size();
+  double mu = 1e-2;
+  for (int it = 0; it < 200; ++it) {
+    const auto r = pb.residuals(x);
+    const auto w = cauchy_weights(r);
+    const double f0 = pb.objective(x, w);
+    std::vector<std::vector<double>> jac(n);  // jac[j][i] = ∂r_i/∂x_j
+    for (std::size_t j = 0; j < n; ++j) {
+      auto xh = x;
+      xh[j] += 1e-4;
+      const auto rh = pb.residuals(xh);
+      jac[j].resize(r.size());
+      for (std::size_t i = 0; i < r.size(); ++i) jac[j][i] = (rh[i] - r[i]) / 1e-4;
+    }
+    std::vector<std::vector<double>> a(n, std::vector<double>(n, 0));
+    std::vector<double> g(n, 0);
+    for (std::size_t j = 0; j < n; ++j) {
+      for (std::size_t k = 0; k <= j; ++k) {
+        double s = 0;
+        for (std::size_t i = 0; i < r.size(); ++i) s += w[i] * jac[j][i] * jac[k][i];
+        a[j][k] = a[k][j] = s;
+      }
+      for (std::size_t i = 0; i < r.size(); ++i) g[j] += w[i] * jac[j][i] * r[i];
+      const double ps = kPriorWeight / pb.defs()[j].sigma;
+      a[j][j] += ps * ps;
+      g[j] += ps * pb.prior_residual(x, j);
+    }
+    bool improved = false;
+    for (int tries = 0; tries < 12 && !improved; ++tries) {
+      auto damped = a;
+      for (std::size_t j = 0; j < n; ++j) damped[j][j] += mu * (a[j][j] + 1e-9);
+      std::vector<double> neg(n);
+      for (std::size_t j = 0; j < n; ++j) neg[j] = -g[j];
+      auto step = solve(damped, neg);
+      auto xn = x;
+      for (std::size_t j = 0; j < n; ++j) xn[j] += std::isfinite(step[j]) ? step[j] : 0;
+      pb.clamp(xn);
+      const double f1 = pb.objective(xn, w);
+      if (f1 < f0) {
+        improved = true;
+        const double gain = (f0 - f1) / std::max(f0, 1e-300);
+        x = xn;
+        mu = std::max(mu / 3, 1e-9);
+        if (gain < 1e-9) return x;
+      } else {
+        mu *= 4;
+      }
+    }
+    if (!improved) return x;
+  }
+  return x;
+}
+
+double gaussian(std::mt19937_64& g) {
+  // Box–Muller on 53-bit uniforms (portable across standard libraries).
+  const double u1 = (static_cast<double>(g() >> 11) + 1.0) / 9007199254740993.0;
+  const double u2 = static_cast<double>(g() >> 11) / 9007199254740992.0;
+  return std::sqrt(-2 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+}
+
+}  // namespace
+
+std::vector<FitPoint> compare(const CollectiveModel& model, CollectiveKind c, const std::vector<NcclTestsPoint>& data) {
+  std::vector<FitPoint> out;
+  for (const auto& pt : data) {
+    const Choice ch = model.best(c, pt.size_bytes);
+    out.push_back({pt.size_bytes, pt.time_s, ch.time_s, ch.algorithm, ch.protocol});
+  }
+  return out;
+}
+
+FitResult fit_model(const Topology& t, int ranks, CollectiveKind c, const std::vector<NcclTestsPoint>& data) {
+  if (data.size() < 2) throw InputError("calibration needs at least 2 measured sizes, got " + std::to_string(data.size()));
+  if (ranks < 2) throw InputError("calibration needs at least 2 ranks, got " + std::to_string(ranks));
+  Problem pb(t, ranks, c, data);
+  std::mt19937_64 gen(kSeed);
+  std::vector<double> best_x;
+  double best_f = std::numeric_limits<double>::infinity();
+  for (int s = 0; s < kStarts; ++s) {
+    auto x = pb.centre();
+    if (s > 0) {
+      for (std::size_t j = 0; j < x.size(); ++j) x[j] += gaussian(gen) * std::min(pb.defs()[j].sigma, 3.0);
+    }
+    pb.clamp(x);
+    x = levenberg_marquardt(pb, x);
+    const double f = pb.objective(x, cauchy_weights(pb.residuals(x)));
+    if (f < best_f) {
+      best_f = f;
+      best_x = x;
+    }
+  }
+  FitResult res;
+  res.topology = t.name;
+  res.ranks = ranks;
+  res.collective = c;
+  res.params = pb.params(best_x);
+  res.points = compare(pb.model(best_x), c, data);
+  res.objective = best_f;
+  res.starts = kStarts;
+  double sq = 0;
+  for (const auto& p : res.points) {
+    const double r = std::log(p.predicted_s / p.measured_s);
+    sq += r * r;
+    res.max_abs_rel_error = std::max(res.max_abs_rel_error, std::abs(p.predicted_s / p.measured_s - 1));
+  }
+  res.rms_log_error = std::sqrt(sq / res.points.size());
+  return res;
+}
+
+Json fit_to_json(const FitResult& f, const Json& config, const Json& provenance) {
+  Json params = Json::object();
+  for (const auto& d : all_params(f.params)) params[d.name] = d.get(f.params) * d.json_factor;
+  Json points = Json::array();
+  for (const auto& p : f.points) {
+    points.push_back({{"size_bytes", p.size_bytes}, {"measured_us", p.measured_s * 1e6}, {"predicted_us", p.predicted_s * 1e6},
+                      {"error_pct", 100 * (p.predicted_s / p.measured_s - 1)}, {"algorithm", to_string(p.algorithm)},
+                      {"protocol", to_string(p.protocol)}});
+  }
+  return {{"schema_version", 1},
+          {"kind", "lgreco-network-fit"},
+          {"topology", f.topology},
+          {"ranks", f.ranks},
+          {"collective", to_string(f.collective)},
+          {"nccl_version", f.params.nccl_version},
+          {"parameters", params},
+          {"fit_quality",
+           {{"rms_log_error", f.rms_log_error}, {"max_abs_error_pct", 100 * f.max_abs_rel_error}, {"objective", f.objective},
+            {"starts", f.starts}, {"points", points}}},
+          {"config", config},
+          {"provenance", provenance}};
+}
+
+ModelParams params_from_fit(const Json& fit, const std::string& origin, const Topology& t, int ranks) {
+  JsonObject o(fit, origin);
+  if (o.get<int>("schema_version") != 1) throw ConfigError(origin + ": schema_version must be 1");
+  const std::string kind = o.get<std::string>("kind");
+  if (kind != "lgreco-network-fit") throw ConfigError(origin + ": kind \"" + kind + "\", expected \"lgreco-network-fit\"");
+  const std::string topo = o.get<std::string>("topology");
+  if (topo != t.name) throw ConfigError(origin + ": fitted for topology \"" + topo + "\", not \"" + t.name + "\"");
+  o.get<int>("ranks");
+  parse_collective(o.get<std::string>("collective"));
+  ModelParams p = default_params(t, ranks);
+  p.nccl_version = o.get<std::string>("nccl_version");
+  JsonObject params(o.require("parameters"), o.child("parameters"));
+  for (const auto& d : all_params(p)) {
+    auto v = params.get_optional<double>(d.name);
+    if (!v) continue;
+    const double internal = *v / d.json_factor;
+    if (!std::isfinite(internal) || internal < d.lo * 0.999 || internal > d.hi * 1.001) {
+      throw ConfigError(params.child(d.name) + ": " + std::to_string(*v) + " is outside [" + std::to_string(d.lo * d.json_factor) + ", " +
+                        std::to_string(d.hi * d.json_factor) + "]");
+    }
+    d.set(p, internal);
+  }
+  params.finish();
+  o.allow({"fit_quality", "config", "provenance"});
+  o.finish();
+  return p;
+}
+
+}  // namespace lgreco::net

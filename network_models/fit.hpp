@@ -1,0 +1,59 @@
+#pragma once
+/// Calibration of the collective model (collectives.hpp) against nccl-tests measurements.
+///
+/// Parameters fitted, all positive and fitted as logarithms (a handful per protocol and link class;
+/// no per-size table, so a fit transfers to other sizes, rank counts and host counts):
+///   per protocol p ∈ {LL, LL128, Simple}: base latency (ring; tree scaled alike), bandwidth
+///   multiplier m_p, ramp R_p, loss factor κ_p, half size H_p;
+///   hop-latency scale of the intra-host class (nvlink or pcie) and, with several hosts, of the
+///   network class and the network efficiency η_net; NVLS latency and multiplier when NVLS is used.
+/// Objective: Σ_i w_i·r_i² + Σ_j (λ·(x_j − μ_j)/σ_j)², r_i = ln(predicted_i / measured_i), Cauchy
+/// weights w_i = 1 / (1 + (r_i / 0.05)²) refreshed every iteration (robust to single bad rows), and
+/// weak priors (λ = 0.05; μ = NCCL's constants, σ per parameter) that keep parameters the data do
+/// not determine near NCCL's values. Minimised by Levenberg–Marquardt (numeric Jacobian) from 24
+/// deterministic starting points; the best end point wins.
+#include <string>
+#include <vector>
+
+#include "core/json_util.hpp"
+#include "network_models/collectives.hpp"
+#include "network_models/nccl_tests.hpp"
+
+namespace lgreco::net {
+
+/// One measured point with the model's prediction.
+struct FitPoint {
+  double size_bytes = 0, measured_s = 0, predicted_s = 0;
+  Algorithm algorithm = Algorithm::kRing;
+  Protocol protocol = Protocol::kSimple;
+};
+
+/// A calibration.
+struct FitResult {
+  std::string topology;
+  int ranks = 0;
+  CollectiveKind collective = CollectiveKind::kAllreduce;
+  ModelParams params;
+  std::vector<FitPoint> points;
+  double rms_log_error = 0;      ///< sqrt(mean r_i²)
+  double max_abs_rel_error = 0;  ///< max |predicted/measured − 1|
+  double objective = 0;
+  int starts = 0;
+};
+
+/// Fits the model for topology `t` at `ranks` ranks to the measured points (≥ 2 sizes).
+FitResult fit_model(const Topology& t, int ranks, CollectiveKind c, const std::vector<NcclTestsPoint>& data);
+
+/// Predictions of `model` at the measured sizes (the quality table of an uncalibrated model).
+std::vector<FitPoint> compare(const CollectiveModel& model, CollectiveKind c, const std::vector<NcclTestsPoint>& data);
+
+/// The fit document {"schema_version", "kind": "lgreco-network-fit", "topology", "ranks",
+/// "collective", "nccl_version", "parameters", "fit_quality", "config", "provenance"}.
+Json fit_to_json(const FitResult& f, const Json& config, const Json& provenance);
+
+/// Reads a fit document (strict) and returns the parameters for `t` at `ranks`: NCCL's defaults
+/// for that configuration with the fitted parameters applied. ConfigError when the fit was made
+/// for another topology.
+ModelParams params_from_fit(const Json& fit, const std::string& origin, const Topology& t, int ranks);
+
+}  // namespace lgreco::net

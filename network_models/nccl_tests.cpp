@@ -1,0 +1,110 @@
+// nccl-tests output reader (format notes in nccl_tests.hpp).
+#include "network_models/nccl_tests.hpp"
+
+#include <cmath>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+namespace lgreco::net {
+namespace {
+
+std::vector<std::string> tokens(const std::string& line) {
+  std::istringstream in(line);
+  std::vector<std::string> t;
+  for (std::string w; in >> w;) t.push_back(w);
+  return t;
+}
+
+bool to_double(const std::string& s, double* out) {
+  try {
+    std::size_t pos = 0;
+    const double v = std::stod(s, &pos);
+    if (pos != s.size() || !std::isfinite(v)) return false;
+    *out = v;
+    return true;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+std::optional<CollectiveKind> collective_in(const std::string& s) {
+  static const std::pair<const char*, CollectiveKind> names[] = {
+      {"all_reduce_perf", CollectiveKind::kAllreduce}, {"all_gather_perf", CollectiveKind::kAllgather},
+      {"reduce_scatter_perf", CollectiveKind::kReduceScatter}, {"broadcast_perf", CollectiveKind::kBroadcast}};
+  for (const auto& [n, c] : names) {
+    if (s.find(n) != std::string::npos) return c;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+NcclTestsRun parse_nccl_tests(const std::string& text, const std::string& origin) {
+  NcclTestsRun run;
+  run.origin = origin;
+  std::istringstream in(text);
+  std::string line;
+  int lineno = 0, rank_lines = 0;
+  bool tsv = false;
+  std::optional<int> gpus_flag, threads = 1, ngpus;
+  static const std::regex g_flag(R"((?:^|\s)-g\s+(\d+))"), nthread(R"(nThread\s+(\d+)\s+nGpus\s+(\d+))"), rank(R"(^#\s*Rank\s+\d+\s)");
+  while (std::getline(in, line)) {
+    ++lineno;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    const auto t = tokens(line);
+    if (t.empty()) continue;
+    const std::string where = origin + ":" + std::to_string(lineno);
+    if (t[0][0] == '#') {
+      if (!run.collective) run.collective = collective_in(line);
+      std::smatch m;
+      if (line.find("command:") != std::string::npos && std::regex_search(line, m, g_flag)) gpus_flag = std::stoi(m[1]);
+      if (std::regex_search(line, m, nthread)) {
+        threads = std::stoi(m[1]);
+        ngpus = std::stoi(m[2]);
+      }
+      if (std::regex_search(line, rank)) ++rank_lines;
+      continue;
+    }
+    if (t[0] == "size_bytes") {
+      if (t.size() < 2 || t[1] != "time_us") throw InputError(where + ": TSV header must start with size_bytes, time_us; got \"" + line + "\"");
+      tsv = true;
+      continue;
+    }
+    double size = 0, time_us = 0;
+    if (tsv) {
+      if (t.size() < 2 || !to_double(t[0], &size) || !to_double(t[1], &time_us)) {
+        throw InputError(where + ": cannot parse TSV row \"" + line + "\" (expected size_bytes, time_us, ...)");
+      }
+    } else {
+      // Standard table: size count type [redop root] time algbw busbw #wrong time algbw busbw #wrong.
+      if (t.size() < 11 || !to_double(t[0], &size) || !to_double(t[t.size() - 8], &time_us)) {
+        throw InputError(where + ": cannot parse nccl-tests row \"" + line +
+                         "\" (expected size, count, type, [redop, root,] then time, algbw, busbw, #wrong out-of-place and in-place)");
+      }
+    }
+    if (size < 0 || std::floor(size) != size) throw InputError(where + ": size " + t[0] + " is not a whole number of bytes");
+    if (!(time_us > 0)) throw InputError(where + ": time " + std::to_string(time_us) + " us must be > 0");
+    if (size == 0) continue;
+    run.points.push_back({size, time_us * 1e-6});
+  }
+  if (run.points.empty()) throw InputError(origin + ": no nccl-tests result rows found (is this the output of all_reduce_perf or a size_bytes/time_us TSV?)");
+  if (rank_lines > 0) {
+    run.ranks = rank_lines;
+  } else if (gpus_flag) {
+    run.ranks = *gpus_flag;
+  } else if (ngpus) {
+    run.ranks = *threads * *ngpus;
+  }
+  return run;
+}
+
+NcclTestsRun load_nccl_tests(const std::filesystem::path& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw InputError("cannot open nccl-tests file " + path.string());
+  std::ostringstream s;
+  s << f.rdbuf();
+  return parse_nccl_tests(s.str(), path.string());
+}
+
+}  // namespace lgreco::net

@@ -1,0 +1,140 @@
+// Built-in topologies. Every constant is listed with its source in docs/network-model.md.
+#include "network_models/presets.hpp"
+
+#include <filesystem>
+#include <regex>
+
+namespace lgreco::net {
+namespace {
+
+constexpr double kGB = 1e9;
+
+/// PCIe x16 bandwidth NCCL assumes per generation (reference-network.md): Gen3 12, Gen4 24, Gen5 48 GB/s.
+double pcie_Bps(const GpuSpec& g) {
+  if (g.compute_capability >= 90) return 48 * kGB;
+  if (g.compute_capability >= 80) return 24 * kGB;
+  return 12 * kGB;
+}
+
+struct Builder {
+  Topology& t;
+  int node(const std::string& id, NodeKind k, int host) {
+    t.nodes.push_back({id, k, host});
+    return static_cast<int>(t.nodes.size()) - 1;
+  }
+  void link(int a, int b, LinkClass c, double bw, double lat_us) { t.links.push_back({a, b, c, bw, lat_us * 1e-6}); }
+};
+
+/// One host: GPUs on an NVLink fabric (when the GPU has NVLinks and `fabric`), PCIe switches with
+/// two GPUs each, two host bridges, NICs spread round-robin over the PCIe switches.
+void add_host(Topology& t, int h, int gpus, int nics, double nic_Bps, bool fabric, int net_switch) {
+  Builder b{t};
+  const std::string p = "h" + std::to_string(h) + ".";
+  const double pcie = pcie_Bps(t.gpu);
+  const int nsw = std::max(1, gpus / 2);
+  const int hb0 = b.node(p + "cpu0", NodeKind::kHostBridge, h);
+  const int hb1 = gpus > 2 ? b.node(p + "cpu1", NodeKind::kHostBridge, h) : -1;
+  if (hb1 >= 0) b.link(hb0, hb1, LinkClass::kHost, 40 * kGB, 0.5);
+  std::vector<int> sw;
+  for (int s = 0; s < nsw; ++s) {
+    sw.push_back(b.node(p + "pcie" + std::to_string(s), NodeKind::kPcieSwitch, h));
+    b.link(sw.back(), (hb1 >= 0 && s >= nsw / 2) ? hb1 : hb0, LinkClass::kPcie, pcie, 0.5);
+  }
+  const int nvs = fabric ? b.node(p + "nvswitch", NodeKind::kNvSwitch, h) : -1;
+  std::vector<int> gpu;
+  for (int i = 0; i < gpus; ++i) {
+    gpu.push_back(b.node(p + "gpu" + std::to_string(i), NodeKind::kGpu, h));
+    b.link(gpu.back(), sw[i / 2 % nsw], LinkClass::kPcie, pcie, 0.5);
+    if (nvs >= 0) b.link(gpu.back(), nvs, LinkClass::kNvlink, t.gpu.nvlinks * t.gpu.nvlink_Bps, 0.3);
+  }
+  for (int j = 0; j < nics; ++j) {
+    const int nic = b.node(p + "nic" + std::to_string(j), NodeKind::kNic, h);
+    b.link(nic, sw[j % nsw], LinkClass::kPcie, pcie, 0.5);
+    if (net_switch >= 0) b.link(nic, net_switch, LinkClass::kNet, nic_Bps, 1.0);
+  }
+}
+
+Topology single(const std::string& name, const std::string& gpu, int nics, double nic_gbps, bool nvls) {
+  Topology t;
+  t.name = name;
+  t.gpu = gpu_spec(gpu);
+  t.nvls = nvls;
+  add_host(t, 0, 8, nics, nic_gbps * kGB / 8, true, -1);
+  return t;
+}
+
+}  // namespace
+
+GpuSpec gpu_spec(const std::string& name) {
+  // {name, compute capability, dense 16-bit tensor peak FLOP/s, NVLinks, NCCL per-link NVLink GB/s}
+  static const std::vector<GpuSpec> specs{
+      {"V100", 70, 125e12, 6, 20 * kGB},     {"A100", 80, 312e12, 12, 20 * kGB},   {"H100", 90, 989e12, 18, 20.6 * kGB},
+      {"H200", 90, 989e12, 18, 20.6 * kGB},  {"B200", 100, 2250e12, 18, 40.1 * kGB}, {"RTX3090", 86, 35.6e12, 0, 0},
+      {"RTX2080Ti", 75, 53.8e12, 2, 20 * kGB}};
+  std::string known;
+  for (const auto& s : specs) {
+    if (s.name == name) return s;
+    known += (known.empty() ? "" : ", ") + s.name;
+  }
+  throw ConfigError("unknown GPU \"" + name + "\" (known: " + known + ")");
+}
+
+std::vector<std::string> preset_names() {
+  return {"dgx-a100", "hgx-h100", "hgx-h200", "dgx-b200", "pcie-8x-rtx3090", "2x-rtx2080ti-nvlink"};
+}
+
+Topology preset_topology(const std::string& name) {
+  Topology t;
+  if (name == "dgx-a100") {
+    t = single(name, "A100", 8, 200, false);
+  } else if (name == "hgx-h100") {
+    t = single(name, "H100", 8, 400, true);
+  } else if (name == "hgx-h200") {
+    t = single(name, "H200", 8, 400, true);
+  } else if (name == "dgx-b200") {
+    t = single(name, "B200", 8, 400, true);
+  } else if (name == "pcie-8x-rtx3090") {
+    t.name = name;
+    t.gpu = gpu_spec("RTX3090");
+    t.p2p = false;
+    add_host(t, 0, 8, 1, 100 * kGB / 8, false, -1);
+  } else if (name == "2x-rtx2080ti-nvlink") {
+    t.name = name;
+    t.gpu = gpu_spec("RTX2080Ti");
+    Builder b{t};
+    const int hb = b.node("h0.cpu0", NodeKind::kHostBridge, 0);
+    const int g0 = b.node("h0.gpu0", NodeKind::kGpu, 0), g1 = b.node("h0.gpu1", NodeKind::kGpu, 0);
+    b.link(g0, hb, LinkClass::kPcie, 12 * kGB, 0.5);
+    b.link(g1, hb, LinkClass::kPcie, 12 * kGB, 0.5);
+    b.link(g0, g1, LinkClass::kNvlink, 2 * 20 * kGB, 0.3);
+  } else {
+    static const std::regex cluster(R"(^(\d+)x(\d+)x([A-Za-z0-9]+)-(?:(\d+)x)?(\d+(?:\.\d+)?)(G|GbE)$)");
+    std::smatch m;
+    if (!std::regex_match(name, m, cluster)) {
+      std::string known;
+      for (const auto& n : preset_names()) known += (known.empty() ? "" : ", ") + n;
+      throw ConfigError("unknown topology \"" + name + "\" (presets: " + known +
+                        "; clusters: KxGxGPU-NxRATE such as 4x8xA100-4x100G or 8x8xV100-25GbE; or a topology JSON file)");
+    }
+    const int hosts = std::stoi(m[1]), gpus = std::stoi(m[2]);
+    const int nics = m[4].matched ? std::stoi(m[4]) : 1;
+    const double gbps = std::stod(m[5]);
+    if (hosts < 1 || gpus < 1 || nics < 1 || gbps <= 0) throw ConfigError("topology \"" + name + "\": counts and rate must be positive");
+    t.name = name;
+    t.gpu = gpu_spec(m[3]);
+    t.transport = m[6] == "GbE" ? Transport::kSocket : Transport::kRdma;
+    t.nvls = t.gpu.compute_capability >= 90;
+    Builder b{t};
+    const int sw = hosts > 1 ? b.node("fabric", NodeKind::kNetSwitch, -1) : -1;
+    for (int h = 0; h < hosts; ++h) add_host(t, h, gpus, nics, gbps * kGB / 8, t.gpu.nvlinks > 0, sw);
+  }
+  validate(t, "preset " + name);
+  return t;
+}
+
+Topology resolve_topology(const std::string& name_or_path) {
+  if (std::filesystem::exists(name_or_path) && std::filesystem::is_regular_file(name_or_path)) return load_topology_file(name_or_path);
+  return preset_topology(name_or_path);
+}
+
+}  // namespace lgreco::net

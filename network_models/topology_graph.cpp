@@ -1,0 +1,351 @@
+// Graph algorithms on a Topology (Boost.Graph stays inside this file): validation, routing and
+// ring embeddings. The model is stated in topology.hpp.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <set>
+
+#include <boost/graph/adjacency_list.hpp>
+#include <boost/graph/connected_components.hpp>
+#include <boost/graph/dijkstra_shortest_paths.hpp>
+#include <boost/graph/filtered_graph.hpp>
+
+#include "network_models/topology.hpp"
+
+namespace lgreco::net {
+namespace {
+
+using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::undirectedS, boost::no_property,
+                                    boost::property<boost::edge_index_t, int, boost::property<boost::edge_weight_t, double>>>;
+using Edge = boost::graph_traits<Graph>::edge_descriptor;
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+Graph build_graph(const Topology& t) {
+  Graph g(t.nodes.size());
+  for (std::size_t i = 0; i < t.links.size(); ++i) {
+    // Latency plus a tiny per-hop term so that equal-latency routes prefer fewer hops.
+    boost::add_edge(t.links[i].a, t.links[i].b, {static_cast<int>(i), t.links[i].latency_s + 1e-12}, g);
+  }
+  return g;
+}
+
+/// One traversed link and its direction (true: a → b).
+struct Hop {
+  int link;
+  bool forward;
+};
+
+/// Routes with the rule in topology.hpp, cached per (src, dst).
+class Router {
+ public:
+  explicit Router(const Topology& t) : t_(t), g_(build_graph(t)) {
+    std::set<double, std::greater<>> bws;
+    for (const auto& l : t.links) bws.insert(l.bandwidth_Bps);
+    thresholds_.assign(bws.begin(), bws.end());
+  }
+
+  const std::vector<Hop>& route(int src, int dst) {
+    auto key = std::make_pair(src, dst);
+    auto it = cache_.find(key);
+    if (it != cache_.end()) return it->second;
+    std::vector<Hop> path;
+    if (!t_.p2p && kind(src) == NodeKind::kGpu && kind(dst) == NodeKind::kGpu && src != dst) {
+      // No peer-to-peer: staged through the source's host bridge (host memory).
+      const int hb = nearest(src, NodeKind::kHostBridge, t_.nodes[src].host);
+      path = direct(src, hb);
+      auto second = direct(hb, dst);
+      path.insert(path.end(), second.begin(), second.end());
+    } else {
+      path = direct(src, dst);
+    }
+    return cache_.emplace(key, std::move(path)).first->second;
+  }
+
+  /// Bottleneck bandwidth and latency of a route.
+  std::pair<double, double> measure(const std::vector<Hop>& p) const {
+    double bw = kInf, lat = 0;
+    for (const auto& h : p) {
+      bw = std::min(bw, t_.links[h.link].bandwidth_Bps);
+      lat += t_.links[h.link].latency_s;
+    }
+    return {bw, lat};
+  }
+
+  /// The node of `k` on `host` with the widest, then lowest-latency route from `from`.
+  int nearest(int from, NodeKind k, int host) {
+    int best = -1;
+    std::pair<double, double> best_m{-1, kInf};
+    for (std::size_t i = 0; i < t_.nodes.size(); ++i) {
+      if (t_.nodes[i].kind != k || t_.nodes[i].host != host) continue;
+      auto m = measure(route(from, static_cast<int>(i)));
+      if (m.first > best_m.first || (m.first == best_m.first && m.second < best_m.second)) {
+        best_m = m;
+        best = static_cast<int>(i);
+      }
+    }
+    if (best < 0) throw ConfigError("topology " + t_.name + ": host " + std::to_string(host) + " has no " + to_string(k));
+    return best;
+  }
+
+  NodeKind kind(int v) const { return t_.nodes[v].kind; }
+
+ private:
+  std::vector<Hop> direct(int src, int dst) {
+    if (src == dst) return {};
+    auto index = boost::get(boost::edge_index, g_);
+    for (double threshold : thresholds_) {
+      // Only links at least `threshold` wide; GPUs other than the endpoints never forward.
+      auto keep_edge = [&](const Edge& e) {
+        const auto& l = t_.links[index[e]];
+        if (l.bandwidth_Bps < threshold) return false;
+        for (int v : {l.a, l.b}) {
+          if (v != src && v != dst && kind(v) == NodeKind::kGpu) return false;
+        }
+        return true;
+      };
+      boost::filtered_graph<Graph, std::function<bool(const Edge&)>> fg(g_, keep_edge);
+      std::vector<std::size_t> pred(t_.nodes.size());
+      std::vector<double> dist(t_.nodes.size(), kInf);
+      boost::dijkstra_shortest_paths(fg, src, boost::predecessor_map(pred.data()).distance_map(dist.data()));
+      if (!std::isfinite(dist[dst])) continue;
+      std::vector<Hop> path;
+      for (std::size_t v = dst; v != static_cast<std::size_t>(src); v = pred[v]) {
+        const std::size_t u = pred[v];
+        // Pick the qualifying link u–v of lowest latency (parallel links are allowed).
+        int best = -1;
+        for (std::size_t i = 0; i < t_.links.size(); ++i) {
+          const auto& l = t_.links[i];
+          const bool joins = (l.a == static_cast<int>(u) && l.b == static_cast<int>(v)) || (l.b == static_cast<int>(u) && l.a == static_cast<int>(v));
+          if (joins && l.bandwidth_Bps >= threshold && (best < 0 || l.latency_s < t_.links[best].latency_s)) best = static_cast<int>(i);
+        }
+        path.push_back({best, t_.links[best].a == static_cast<int>(u)});
+      }
+      std::reverse(path.begin(), path.end());
+      return path;
+    }
+    throw ConfigError("topology " + t_.name + ": no route from " + t_.nodes[src].id + " to " + t_.nodes[dst].id +
+                      " that avoids forwarding through other GPUs");
+  }
+
+  const Topology& t_;
+  Graph g_;
+  std::vector<double> thresholds_;
+  std::map<std::pair<int, int>, std::vector<Hop>> cache_;
+};
+
+std::vector<int> gpus_of(const Topology& t, int host) {
+  std::vector<int> g;
+  for (std::size_t i = 0; i < t.nodes.size(); ++i) {
+    if (t.nodes[i].kind == NodeKind::kGpu && t.nodes[i].host == host) g.push_back(static_cast<int>(i));
+  }
+  return g;
+}
+
+std::vector<int> nics_of(const Topology& t, int host) {
+  std::vector<int> n;
+  for (std::size_t i = 0; i < t.nodes.size(); ++i) {
+    if (t.nodes[i].kind == NodeKind::kNic && t.nodes[i].host == host) n.push_back(static_cast<int>(i));
+  }
+  return n;
+}
+
+/// Per-direction link loads of a set of routed flows.
+class Loads {
+ public:
+  explicit Loads(const Topology& t) : t_(t) {}
+  void add(const std::vector<Hop>& path, double weight) {
+    for (const auto& h : path) load_[{h.link, h.forward}] += weight;
+  }
+  /// min over link directions of bandwidth / load, and the limiting direction.
+  /// `net`: only network links (1), only other links (0), all (-1).
+  std::pair<double, std::string> bottleneck(int net = -1) const {
+    double best = kInf;
+    std::string where = "none";
+    for (const auto& [k, load] : load_) {
+      const auto& l = t_.links[k.first];
+      if (net >= 0 && (l.cls == LinkClass::kNet) != (net == 1)) continue;
+      const double bw = l.bandwidth_Bps / load;
+      if (bw < best) {
+        best = bw;
+        where = k.second ? t_.nodes[l.a].id + "->" + t_.nodes[l.b].id : t_.nodes[l.b].id + "->" + t_.nodes[l.a].id;
+      }
+    }
+    return {best, where};
+  }
+
+ private:
+  const Topology& t_;
+  std::map<std::pair<int, bool>, double> load_;
+};
+
+/// Each GPU's NIC: the nearest one, ties going to the NIC with fewest GPUs so far.
+std::vector<int> assign_nics(const Topology& t, Router& r, const std::vector<int>& gpus, const std::vector<int>& nics) {
+  std::vector<int> out, count(nics.size(), 0);
+  for (int g : gpus) {
+    int best = -1;
+    std::pair<double, double> bm{-1, kInf};
+    for (std::size_t i = 0; i < nics.size(); ++i) {
+      auto m = r.measure(r.route(g, nics[i]));
+      const bool better = m.first > bm.first || (m.first == bm.first && (m.second < bm.second - 1e-12 ||
+                                                                          (std::abs(m.second - bm.second) <= 1e-12 && count[i] < count[best])));
+      if (best < 0 || better) {
+        bm = m;
+        best = static_cast<int>(i);
+      }
+    }
+    ++count[best];
+    out.push_back(nics[best]);
+  }
+  (void)t;
+  return out;
+}
+
+}  // namespace
+
+int Topology::hosts() const {
+  int h = 0;
+  for (const auto& n : nodes) h = std::max(h, n.host + 1);
+  return h;
+}
+int Topology::gpus() const {
+  return static_cast<int>(std::count_if(nodes.begin(), nodes.end(), [](const TopoNode& n) { return n.kind == NodeKind::kGpu; }));
+}
+int Topology::gpus_per_host() const { return static_cast<int>(gpus_of(*this, 0).size()); }
+int Topology::nics_per_host() const { return static_cast<int>(nics_of(*this, 0).size()); }
+
+void validate(const Topology& t, const std::string& origin) {
+  std::set<std::string> ids;
+  for (const auto& n : t.nodes) {
+    if (!ids.insert(n.id).second) throw ConfigError(origin + ": duplicate node id \"" + n.id + "\"");
+    if (n.host < 0 && n.kind != NodeKind::kNetSwitch) throw ConfigError(origin + ": node \"" + n.id + "\" has host " + std::to_string(n.host) + " (expected >= 0)");
+  }
+  for (std::size_t i = 0; i < t.links.size(); ++i) {
+    const auto& l = t.links[i];
+    const std::string where = origin + ": links[" + std::to_string(i) + "]";
+    if (l.a < 0 || l.b < 0 || l.a >= static_cast<int>(t.nodes.size()) || l.b >= static_cast<int>(t.nodes.size())) throw ConfigError(where + ": endpoint out of range");
+    if (l.a == l.b) throw ConfigError(where + ": links node \"" + t.nodes[l.a].id + "\" to itself");
+    if (!std::isfinite(l.bandwidth_Bps) || l.bandwidth_Bps <= 0) throw ConfigError(where + ".bandwidth_GBps: " + std::to_string(l.bandwidth_Bps / 1e9) + " must be > 0");
+    if (!std::isfinite(l.latency_s) || l.latency_s < 0) throw ConfigError(where + ".latency_us: " + std::to_string(l.latency_s * 1e6) + " must be >= 0");
+  }
+  if (t.gpus() == 0) throw ConfigError(origin + ": the topology has no GPU");
+  Graph g = build_graph(t);
+  std::vector<int> comp(t.nodes.size());
+  const int ncomp = boost::connected_components(g, comp.data());
+  if (ncomp > 1) {
+    for (std::size_t i = 0; i < t.nodes.size(); ++i) {
+      if (comp[i] != comp[0]) {
+        throw ConfigError(origin + ": the graph is disconnected (" + std::to_string(ncomp) + " components): node \"" + t.nodes[i].id +
+                          "\" cannot reach \"" + t.nodes[0].id + "\"");
+      }
+    }
+  }
+  const int per = t.gpus_per_host();
+  for (int h = 1; h < t.hosts(); ++h) {
+    const int n = static_cast<int>(gpus_of(t, h).size());
+    if (n != per) throw ConfigError(origin + ": host " + std::to_string(h) + " has " + std::to_string(n) + " GPUs, host 0 has " + std::to_string(per));
+  }
+  if (t.hosts() > 1 && t.nics_per_host() == 0) throw ConfigError(origin + ": several hosts but host 0 has no NIC");
+}
+
+Embedding embed(const Topology& t, int ranks) {
+  const int per = t.gpus_per_host();
+  if (ranks < 1 || ranks > t.gpus()) throw ConfigError("topology " + t.name + ": " + std::to_string(ranks) + " ranks, expected 1.." + std::to_string(t.gpus()));
+  if (ranks > per && ranks % per != 0) {
+    throw ConfigError("topology " + t.name + ": " + std::to_string(ranks) + " ranks is neither <= " + std::to_string(per) + " GPUs per host nor a multiple of it");
+  }
+  Embedding e;
+  e.ranks = ranks;
+  e.hosts = ranks > per ? ranks / per : 1;
+  e.ranks_per_host = ranks > per ? per : ranks;
+  Router r(t);
+  std::vector<std::vector<int>> gpus(e.hosts);
+  for (int h = 0; h < e.hosts; ++h) {
+    auto all = gpus_of(t, h);
+    gpus[h].assign(all.begin(), all.begin() + e.ranks_per_host);
+  }
+  // Intra-host ring.
+  Loads intra(t);
+  bool all_nvlink = true;
+  const auto& g0 = gpus[0];
+  for (std::size_t i = 0; g0.size() > 1 && i < g0.size(); ++i) {
+    const auto& p = r.route(g0[i], g0[(i + 1) % g0.size()]);
+    intra.add(p, 1.0);
+    for (const auto& h : p) all_nvlink = all_nvlink && t.links[h.link].cls == LinkClass::kNvlink;
+  }
+  e.intra_class = all_nvlink ? LinkClass::kNvlink : LinkClass::kPcie;
+  e.intra_ring_Bps = intra.bottleneck().first;
+  if (e.hosts == 1) {
+    e.ring_Bps = e.ring_local_Bps = e.intra_ring_Bps;
+    e.ring_net_Bps = e.rail_local_Bps = e.rail_net_Bps = kInf;
+    e.ring_bottleneck = intra.bottleneck().second;
+    e.rail_Bps = kInf;
+    e.rail_bottleneck = "none";
+    return e;
+  }
+  // Multi-host ring: one channel per NIC; channel c enters and leaves each host through NIC c.
+  std::vector<std::vector<int>> nics(e.hosts);
+  for (int h = 0; h < e.hosts; ++h) nics[h] = nics_of(t, h);
+  e.channels = static_cast<int>(nics[0].size());
+  Loads ring(t);
+  const double w = 1.0 / e.channels;
+  for (int c = 0; c < e.channels; ++c) {
+    std::vector<std::vector<int>> order(e.hosts);
+    for (int h = 0; h < e.hosts; ++h) {
+      const auto nic_gpus = assign_nics(t, r, gpus[h], nics[h]);
+      auto first = std::find(nic_gpus.begin(), nic_gpus.end(), nics[h][c]);
+      const std::size_t start = first == nic_gpus.end() ? static_cast<std::size_t>(c) % gpus[h].size() : first - nic_gpus.begin();
+      for (std::size_t i = 0; i < gpus[h].size(); ++i) order[h].push_back(gpus[h][(start + i) % gpus[h].size()]);
+      for (std::size_t i = 0; i + 1 < order[h].size(); ++i) ring.add(r.route(order[h][i], order[h][i + 1]), w);
+    }
+    for (int h = 0; h < e.hosts; ++h) {
+      const int nh = (h + 1) % e.hosts;
+      ring.add(r.route(order[h].back(), nics[h][c]), w);
+      ring.add(r.route(nics[h][c], nics[nh][c]), w);
+      ring.add(r.route(nics[nh][c], order[nh].front()), w);
+    }
+  }
+  std::tie(e.ring_Bps, e.ring_bottleneck) = ring.bottleneck();
+  e.ring_local_Bps = ring.bottleneck(0).first;
+  e.ring_net_Bps = ring.bottleneck(1).first;
+  // Rails: local rank i of every host runs its own ring through its nearest NIC.
+  Loads rail(t);
+  std::vector<std::vector<int>> gpu_nic(e.hosts);
+  for (int h = 0; h < e.hosts; ++h) gpu_nic[h] = assign_nics(t, r, gpus[h], nics[h]);
+  for (int h = 0; h < e.hosts; ++h) {
+    const int nh = (h + 1) % e.hosts;
+    for (int i = 0; i < e.ranks_per_host; ++i) {
+      rail.add(r.route(gpus[h][i], gpu_nic[h][i]), 1.0);
+      rail.add(r.route(gpu_nic[h][i], gpu_nic[nh][i]), 1.0);
+      rail.add(r.route(gpu_nic[nh][i], gpus[nh][i]), 1.0);
+    }
+  }
+  std::tie(e.rail_Bps, e.rail_bottleneck) = rail.bottleneck();
+  e.rail_local_Bps = rail.bottleneck(0).first;
+  e.rail_net_Bps = rail.bottleneck(1).first;
+  return e;
+}
+
+std::vector<NicShare> nic_sharing(const Topology& t) {
+  Router r(t);
+  const auto gpus = gpus_of(t, 0);
+  const auto nics = nics_of(t, 0);
+  std::vector<NicShare> out;
+  if (nics.empty()) return out;
+  const auto assigned = assign_nics(t, r, gpus, nics);
+  for (int nic : nics) {
+    NicShare s;
+    s.nic = t.nodes[nic].id;
+    s.path_Bps = kInf;
+    for (std::size_t i = 0; i < gpus.size(); ++i) {
+      if (assigned[i] != nic) continue;
+      s.gpus.push_back(t.nodes[gpus[i]].id);
+      s.path_Bps = std::min(s.path_Bps, r.measure(r.route(gpus[i], nic)).first);
+    }
+    if (s.gpus.empty()) s.path_Bps = 0;
+    out.push_back(s);
+  }
+  return out;
+}
+
+}  // namespace lgreco::net
