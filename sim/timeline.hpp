@@ -63,7 +63,38 @@ struct StepResult {
 };
 
 /// Simulates one step. `comm` has one entry per layer id. Throws InputError on inconsistent input
-/// (a layer in no bucket or two, negative times, sizes that do not match).
+/// (a layer in no bucket or two, negative or non-finite times, sizes that do not match).
 StepResult simulate_step(const StepModel& model, const std::vector<LayerComm>& comm, const CollectiveCost& cost);
+
+/// The same simulation with everything that does not depend on the per-layer backward times
+/// precomputed (validation, bucket membership, each bucket's collective and kernel times, the
+/// order in which buckets become ready): one step then costs O(layers + buckets) and no
+/// collective-cost query. Not thread-safe (one scratch buffer per simulator).
+class StepSimulator {
+ public:
+  StepSimulator(const StepModel& model, const std::vector<LayerComm>& comm, const CollectiveCost& cost);
+  /// With the model's backward times.
+  StepResult run() const { return run(model_.backward_s); }
+  /// With other backward times (e.g. one recorded step of a trace); same layer count.
+  StepResult run(const std::vector<double>& backward_s) const;
+  /// Step time only, without allocating.
+  double step_s(const std::vector<double>& backward_s) const;
+  /// Communication time of bucket b (collectives + decompression).
+  double bucket_comm_s(std::size_t b) const { return comm_s_[b]; }
+
+ private:
+  double fill(const std::vector<double>& backward_s, double* compute_end) const;
+  StepModel model_;
+  std::vector<int> bucket_at_pos_;     // bucket whose last layer is at this backward position, or -1
+  std::vector<double> compress_s_, comm_s_;
+  std::vector<int> ready_order_;       // buckets by readiness (empty buckets first)
+  mutable std::vector<double> ready_;  // scratch: shifted ready time per bucket
+};
+
+/// PyTorch DDP's bucket assignment: parameters in reverse order of `param_bytes` (model.parameters()
+/// order), a bucket closes once it holds ≥ cap bytes; the first bucket's cap is `first_cap_bytes`.
+/// Returns layer ids per bucket in communication order. Defaults: 25 MiB and 1 MiB.
+std::vector<std::vector<int>> ddp_buckets(const std::vector<double>& param_bytes, double cap_bytes = 25.0 * 1048576,
+                                          double first_cap_bytes = 1048576);
 
 }  // namespace lgreco::sim

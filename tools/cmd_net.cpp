@@ -1,0 +1,181 @@
+// `lgreco net calibrate | predict | topology`: the network model from the command line.
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <limits>
+
+#include "core/provenance.hpp"
+#include "core/units.hpp"
+#include "network_models/nccl_tests.hpp"
+#include "tools/args.hpp"
+#include "tools/command.hpp"
+#include "tools/net_common.hpp"
+
+namespace lgreco::cli {
+namespace {
+
+/// "32K:16G" (doubling, as nccl-tests -b/-e -f 2) or "1024,4096,1M".
+std::vector<double> parse_sizes(const std::string& text) {
+  std::vector<double> out;
+  const auto colon = text.find(':');
+  if (colon != std::string::npos) {
+    const double lo = static_cast<double>(units::parse_bytes(text.substr(0, colon)));
+    const double hi = static_cast<double>(units::parse_bytes(text.substr(colon + 1)));
+    if (lo <= 0 || hi < lo) throw UsageError("--sizes " + text + ": expected MIN:MAX with 0 < MIN <= MAX");
+    for (double s = lo; s <= hi; s *= 2) out.push_back(s);
+  } else {
+    for (const auto& item : split_list(text)) out.push_back(static_cast<double>(units::parse_bytes(item)));
+  }
+  if (out.empty()) throw UsageError("--sizes " + text + ": no sizes");
+  return out;
+}
+
+int parse_ranks(const std::string& s) {
+  if (s.empty()) return 0;
+  const long long r = parse_int("--ranks", s);
+  if (r < 1 || r > 1 << 20) throw UsageError("--ranks " + s + ": expected a positive rank count");
+  return static_cast<int>(r);
+}
+
+void print_points(const std::vector<net::FitPoint>& pts) {
+  std::printf("%14s %12s %12s %8s %-12s %-7s\n", "size_bytes", "measured_us", "model_us", "err_%", "algorithm", "proto");
+  for (const auto& p : pts) {
+    std::printf("%14.0f %12.2f %12.2f %8.1f %-12s %-7s\n", p.size_bytes, p.measured_s * 1e6, p.predicted_s * 1e6,
+                100 * (p.predicted_s / p.measured_s - 1), net::to_string(p.algorithm), net::to_string(p.protocol));
+  }
+}
+
+int run_calibrate(const std::vector<std::string>& args) {
+  std::string file, topology, ranks_s, coll_s, out;
+  bool force = false;
+  Format fmt;
+  ArgParser p("lgreco net calibrate", "Fit the network model's parameters for a topology to nccl-tests results (standard "
+                                      "all_reduce_perf/all_gather_perf output or the TSV form) and save them as a fit JSON.");
+  p.positional("FILE", &file, "nccl-tests output or TSV")
+      .option("--topology", &topology, "T", "preset, cluster spec (4x8xA100-4x100G) or topology JSON", true)
+      .option("--ranks", &ranks_s, "N", "rank count of the measurement (default: from the file)")
+      .option("--collective", &coll_s, "C", "allreduce|allgather|reducescatter|broadcast (default: from the file)")
+      .option("--output", &out, "FILE", "fit JSON to write", true, "-o")
+      .flag("--force", &force, "overwrite an existing output")
+      .format(&fmt);
+  if (!p.parse(args)) return 0;
+  const Overwrite policy = force ? Overwrite::kAllow : Overwrite::kRefuse;
+  check_writable_destination(out, policy);
+  const net::NcclTestsRun run = net::load_nccl_tests(file);
+  int ranks = parse_ranks(ranks_s);
+  if (ranks == 0 && run.ranks) ranks = *run.ranks;
+  if (ranks == 0) throw UsageError(file + ": the file does not say how many ranks ran; pass --ranks");
+  net::CollectiveKind c = net::CollectiveKind::kAllreduce;
+  if (!coll_s.empty()) {
+    c = net::parse_collective(coll_s);
+  } else if (run.collective) {
+    c = *run.collective;
+  } else {
+    throw UsageError(file + ": the file does not name its collective; pass --collective");
+  }
+  const net::Topology t = net::resolve_topology(topology);
+  const net::FitResult fit = net::fit_model(t, ranks, c, run.points);
+  std::vector<std::filesystem::path> inputs{file};
+  if (std::filesystem::is_regular_file(topology)) inputs.push_back(topology);
+  const Json config{{"source", file}, {"topology", topology}, {"ranks", ranks}, {"collective", net::to_string(c)},
+                    {"time_column", "out-of-place"}, {"loss", "soft-L1 on ln(predicted/measured), scale 0.05"},
+                    {"optimizer", "Levenberg-Marquardt, 400 seeded starts"}};
+  const Json doc = net::fit_to_json(fit, config, provenance_json(inputs));
+  write_json_file(out, doc, policy);
+  if (fmt == Format::kJson) {
+    std::cout << doc.dump(2) << "\n";
+  } else {
+    print_points(fit.points);
+    std::printf("rms ln-error %.4f, max |error| %.1f %%, %zu points; wrote %s\n", fit.rms_log_error, 100 * fit.max_abs_rel_error,
+                fit.points.size(), out.c_str());
+  }
+  return 0;
+}
+
+int run_predict(const std::vector<std::string>& args) {
+  std::string topology, fit, coll_s = "allreduce", sizes_s, ranks_s;
+  Format fmt;
+  ArgParser p("lgreco net predict", "Predict collective times like nccl-tests prints them (size, time, algbw, busbw) with the "
+                                    "algorithm and protocol the model picks.");
+  p.option("--topology", &topology, "T", "preset, cluster spec or topology JSON", true)
+      .option("--network-fit", &fit, "FILE", "calibration from `lgreco net calibrate`")
+      .option("--collective", &coll_s, "C", "allreduce|allgather|reducescatter|broadcast (default allreduce)")
+      .option("--sizes", &sizes_s, "SIZES", "MIN:MAX doubling (32K:16G) or a comma list of byte counts", true)
+      .option("--ranks", &ranks_s, "N", "ranks (default: every GPU of the topology)")
+      .format(&fmt);
+  if (!p.parse(args)) return 0;
+  const auto c = net::parse_collective(coll_s);
+  const auto sizes = parse_sizes(sizes_s);
+  std::vector<std::filesystem::path> inputs;
+  const net::CollectiveModel m = resolve_model(topology, parse_ranks(ranks_s), fit, &inputs);
+  Json rows = Json::array();
+  if (fmt != Format::kJson) std::printf("%14s %12s %10s %10s %-12s %-7s\n", "size_bytes", "time_us", "algbw_GBps", "busbw_GBps", "algorithm", "proto");
+  for (double s : sizes) {
+    const auto ch = m.best(c, s);
+    const double algbw = ch.time_s > 0 ? s / ch.time_s / 1e9 : 0;
+    const double busbw = algbw * m.busbw_factor(c);
+    rows.push_back({{"size_bytes", s}, {"time_us", ch.time_s * 1e6}, {"algbw_GBps", algbw}, {"busbw_GBps", busbw},
+                    {"algorithm", net::to_string(ch.algorithm)}, {"protocol", net::to_string(ch.protocol)}});
+    if (fmt != Format::kJson) {
+      std::printf("%14.0f %12.2f %10.2f %10.2f %-12s %-7s\n", s, ch.time_s * 1e6, algbw, busbw, net::to_string(ch.algorithm), net::to_string(ch.protocol));
+    }
+  }
+  if (fmt == Format::kJson) {
+    const Json config{{"topology", topology}, {"network_fit", fit.empty() ? Json(nullptr) : Json(fit)}, {"collective", net::to_string(c)},
+                      {"ranks", m.ranks()}, {"hosts", m.embedding().hosts}, {"nccl_version", m.params().nccl_version}};
+    std::cout << Json{{"schema_version", 1}, {"kind", "lgreco-net-predict"}, {"rows", rows}, {"config", config},
+                      {"provenance", provenance_json(inputs)}}.dump(2)
+              << "\n";
+  }
+  return 0;
+}
+
+double finite_or_null(double v) { return std::isfinite(v) ? v / 1e9 : -1; }
+
+int run_topology(const std::vector<std::string>& args) {
+  std::string topology, ranks_s;
+  Format fmt;
+  ArgParser p("lgreco net topology", "Describe a topology: nodes, links, ring bottlenecks and which GPUs share each NIC.");
+  p.positional("T", &topology, "preset, cluster spec or topology JSON").option("--ranks", &ranks_s, "N", "ranks (default: every GPU)").format(&fmt);
+  if (!p.parse(args)) return 0;
+  const net::Topology t = net::resolve_topology(topology);
+  const int ranks = parse_ranks(ranks_s) == 0 ? t.gpus() : parse_ranks(ranks_s);
+  const net::Embedding e = net::embed(t, ranks);
+  const auto nics = net::nic_sharing(t);
+  Json nic_json = Json::array();
+  for (const auto& n : nics) nic_json.push_back({{"nic", n.nic}, {"gpus", n.gpus}, {"path_bandwidth_GBps", n.path_Bps / 1e9}});
+  auto bw = [](double v) { return std::isfinite(v) ? Json(v / 1e9) : Json(nullptr); };
+  const Json bottlenecks{{"ranks", e.ranks}, {"hosts", e.hosts}, {"ranks_per_host", e.ranks_per_host}, {"channels", e.channels},
+                         {"intra_class", net::to_string(e.intra_class)}, {"ring_busbw_GBps", bw(e.ring_Bps)},
+                         {"ring_bottleneck", e.ring_bottleneck}, {"intra_ring_busbw_GBps", bw(e.intra_ring_Bps)},
+                         {"rail_bandwidth_GBps", bw(e.rail_Bps)}, {"rail_bottleneck", e.rail_bottleneck}};
+  if (fmt == Format::kJson) {
+    std::vector<std::filesystem::path> inputs;
+    if (std::filesystem::is_regular_file(topology)) inputs.push_back(topology);
+    Json doc = net::topology_to_json(t);
+    doc["kind"] = "lgreco-net-topology";
+    doc["bottlenecks"] = bottlenecks;
+    doc["nic_sharing"] = nic_json;
+    doc["provenance"] = provenance_json(inputs);
+    std::cout << doc.dump(2) << "\n";
+    return 0;
+  }
+  std::printf("%s: %d hosts x %d %s, %zu nodes, %zu links, transport %s, nvls %s, p2p %s\n", t.name.c_str(), t.hosts(), t.gpus_per_host(),
+              t.gpu.name.c_str(), t.nodes.size(), t.links.size(), net::to_string(t.transport), t.nvls ? "yes" : "no", t.p2p ? "yes" : "no");
+  std::printf("ring over %d ranks (%d hosts, %d channels, intra %s): busbw %.1f GB/s, bottleneck %s\n", e.ranks, e.hosts, e.channels,
+              net::to_string(e.intra_class), finite_or_null(e.ring_Bps), e.ring_bottleneck.c_str());
+  if (e.hosts > 1) std::printf("rails (one ring per local rank): %.1f GB/s per GPU, bottleneck %s\n", finite_or_null(e.rail_Bps), e.rail_bottleneck.c_str());
+  for (const auto& n : nics) {
+    std::printf("  %-12s shared by %zu GPU(s):", n.nic.c_str(), n.gpus.size());
+    for (const auto& g : n.gpus) std::printf(" %s", g.c_str());
+    std::printf("\n");
+  }
+  return 0;
+}
+
+LGRECO_COMMAND("net calibrate", "fit the network model to nccl-tests results", run_calibrate);
+LGRECO_COMMAND("net predict", "predict collective times for a topology", run_predict);
+LGRECO_COMMAND("net topology", "describe a topology graph and its bottlenecks", run_topology);
+
+}  // namespace
+}  // namespace lgreco::cli
