@@ -5,7 +5,9 @@
 // both quantities are ≥ 0 and can only grow.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
+#include <optional>
 
 #include "core/cancel.hpp"
 #include "core/error.hpp"
@@ -40,38 +42,76 @@ KnapsackResult solve_front(const Knapsack& k, const FrontOptions& opt, bool dual
   }
   if (opt.max_front < 2) throw ConfigError("front engine: max_front must be at least 2");
   const std::size_t L = k.layers.size();
+  const auto weights = [&](std::size_t l) -> const std::vector<double>& { return dual ? k.layers[l].bytes : k.layers[l].error; };
+  const auto costs = [&](std::size_t l) -> const std::vector<double>& { return dual ? k.layers[l].error : k.layers[l].bytes; };
+  // Bounds that prune without changing the optimum: a partial plan whose weight plus the least
+  // weight of the remaining layers exceeds the budget cannot be completed; one whose cost plus the
+  // least remaining cost exceeds a known feasible plan's cost cannot win. Both keep borderline
+  // points (relative slack 1e-12) because the suffix sums are rounded in another order.
+  std::vector<double> rest_w(L + 1, 0), rest_c(L + 1, 0);
+  for (std::size_t l = L; l-- > 0;) {
+    rest_w[l] = rest_w[l + 1] + *std::min_element(weights(l).begin(), weights(l).end());
+    rest_c[l] = rest_c[l + 1] + *std::min_element(costs(l).begin(), costs(l).end());
+  }
+  constexpr double kSlack = 1e-12;
+  // A feasible plan to beat: the reference DP on the same roles (its plans meet the real budget).
+  std::optional<KnapsackResult> incumbent;
+  if (budget > 0 && L > 0) {
+    Knapsack swapped;
+    for (std::size_t l = 0; l < L; ++l) swapped.layers.push_back({weights(l), costs(l)});
+    swapped.budget = budget;
+    KnapsackResult r = solve_reference(swapped, ReferenceOptions{2000});
+    if (r.status != PlanStatus::kInfeasible) incumbent = r;
+  }
+  const double upper = incumbent ? incumbent->total_bytes * (1 + kSlack) : std::numeric_limits<double>::infinity();
   std::vector<std::vector<Point>> fronts(L);
   std::vector<Point> prev = {{0.0, 0.0, -1, -1}};
   double gap_factor = 1;
   const double delta0 = opt.epsilon / (2.0 * std::max<std::size_t>(L, 1));
   for (std::size_t l = 0; l < L; ++l) {
     throw_if_cancelled();
-    const auto& w = dual ? k.layers[l].bytes : k.layers[l].error;
-    const auto& c = dual ? k.layers[l].error : k.layers[l].bytes;
-    std::vector<Point> all;
-    all.reserve(prev.size() * w.size());
-    for (std::size_t i = 0; i < prev.size(); ++i) {
-      for (std::size_t j = 0; j < w.size(); ++j) {
+    const auto& w = weights(l);
+    const auto& c = costs(l);
+    const double w_limit = budget + kSlack * (budget + rest_w[l + 1]) - rest_w[l + 1];
+    // Fold the candidates in one by one: front ← Pareto-merge(front, prev shifted by candidate j).
+    // Each shifted list is sorted by weight with strictly falling cost, so a linear merge (ties:
+    // the point already in the front, i.e. the earlier candidate, first) keeps the front Pareto.
+    std::vector<Point> front, shifted, merged;
+    for (std::size_t j = 0; j < w.size(); ++j) {
+      shifted.clear();
+      for (std::size_t i = 0; i < prev.size(); ++i) {
         const double nw = prev[i].weight + w[j];
-        if (nw > budget) continue;
-        all.push_back({nw, prev[i].cost + c[j], static_cast<std::int32_t>(i), static_cast<std::int32_t>(j)});
+        if (nw > budget || nw > w_limit) break;  // the rest of the list weighs more
+        const double nc = prev[i].cost + c[j];
+        if (nc + rest_c[l + 1] > upper) continue;
+        shifted.push_back({nw, nc, static_cast<std::int32_t>(i), static_cast<std::int32_t>(j)});
       }
+      merged.clear();
+      std::size_t x = 0, y = 0;
+      while (x < front.size() || y < shifted.size()) {
+        const bool take_front = y >= shifted.size() ||
+                                (x < front.size() && (front[x].weight < shifted[y].weight ||
+                                                      (front[x].weight == shifted[y].weight && front[x].cost <= shifted[y].cost)));
+        const Point& p = take_front ? front[x++] : shifted[y++];
+        if (merged.empty() || p.cost < merged.back().cost) merged.push_back(p);
+      }
+      front.swap(merged);
     }
-    if (all.empty()) {
+    if (front.empty()) {
+      if (incumbent) {  // everything left was provably no better than the incumbent
+        KnapsackResult r;
+        r.choice = incumbent->choice;
+        evaluate_choice(k, r);
+        r.gap_bound = gap_factor - 1;
+        r.status = r.gap_bound == 0 ? PlanStatus::kOptimal : PlanStatus::kFeasible;
+        return r;
+      }
       KnapsackResult r;
       r.status = PlanStatus::kInfeasible;
       r.choice = dual ? least_bytes_choice(k) : least_error_choice(k);
       evaluate_choice(k, r);
       r.gap_bound = 0;
       return r;
-    }
-    // Generation order (previous point, then candidate) breaks remaining ties deterministically.
-    std::stable_sort(all.begin(), all.end(), [](const Point& a, const Point& b) {
-      return a.weight < b.weight || (a.weight == b.weight && a.cost < b.cost);
-    });
-    std::vector<Point> front;
-    for (const Point& p : all) {
-      if (front.empty() || p.cost < front.back().cost) front.push_back(p);
     }
     if (front.size() > opt.max_front) {
       double delta = delta0;
@@ -88,7 +128,8 @@ KnapsackResult solve_front(const Knapsack& k, const FrontOptions& opt, bool dual
   }
   KnapsackResult r;
   r.choice.assign(L, 0);
-  // The last point has the least cost among points within the budget.
+  // The last point has the least cost among points within the budget; the incumbent wins only
+  // when strictly cheaper (possible only after trimming).
   std::int32_t idx = static_cast<std::int32_t>(prev.size()) - 1;
   for (std::size_t l = L; l-- > 0;) {
     const Point& p = fronts[l][idx];
@@ -96,6 +137,11 @@ KnapsackResult solve_front(const Knapsack& k, const FrontOptions& opt, bool dual
     idx = p.parent;
   }
   evaluate_choice(k, r);
+  if (incumbent) {
+    const double inc_cost = incumbent->total_bytes;  // the swapped instance's "bytes" are our costs
+    const double our_cost = dual ? r.total_error : r.total_bytes;
+    if (inc_cost < our_cost) r.choice = incumbent->choice, evaluate_choice(k, r);
+  }
   r.gap_bound = gap_factor - 1;
   r.status = r.gap_bound == 0 ? PlanStatus::kOptimal : PlanStatus::kFeasible;
   return r;

@@ -104,6 +104,7 @@ Schedule build_schedule(const Tables& t, const std::vector<WindowPlan>& plans, c
     p.predicted["step_time_s"] = nullable(plans[k].step_s);
     p.predicted["status"] = plans[k].status;
     p.predicted["source_window"] = static_cast<int>(k);
+    p.predicted["optimality_gap_bound"] = plans[k].gap_bound >= 0 ? Json(plans[k].gap_bound) : Json(nullptr);
     s.phases.push_back(std::move(p));
   }
   // Buckets in ascending index, parameters in backward order within each.
@@ -137,6 +138,8 @@ Schedule build_schedule(const Tables& t, const std::vector<WindowPlan>& plans, c
                  {"uniform_step_time_s", nullable(last.uniform_step_s)},
                  {"uncompressed_step_time_s", nullable(last.uncompressed_step_s)},
                  {"status", last.status},
+                 {"optimality_gap_bound", last.gap_bound >= 0 ? Json(last.gap_bound) : Json(nullptr)},
+                 {"engine_note", last.detail},
                  {"warnings", Json::array()}};
   for (std::size_t k = 0; k < plans.size(); ++k) {
     for (const auto& w : plans[k].warnings) s.predicted["warnings"].push_back("window " + std::to_string(k) + ": " + w);

@@ -67,7 +67,9 @@ void print_summary(std::ostream& os, const Tables& t, const std::vector<WindowPl
   }
   const Json& pr = s.predicted;
   auto ratio = [](const Json& v) { return v.is_null() ? std::string("-") : fmt_num(v.get<double>(), "%.1fx"); };
-  os << "\nstatus " << p.status << (p.detail.empty() ? "" : " (" + p.detail + ")") << "\n";
+  os << "\nstatus " << p.status << (p.detail.empty() ? "" : " (" + p.detail + ")");
+  if (p.gap_bound > 0) os << (s.engine == "dual" ? ", error within " : ", bytes within ") << fmt_num(100 * p.gap_bound, "%.3g") << " % of the optimum (front trimmed)";
+  os << "\n";
   os << "bytes/step   plan " << units::format_bytes(pr["bytes_per_step"].get<double>()) << "   uniform "
      << units::format_bytes(pr["uniform_bytes_per_step"].get<double>()) << "   uncompressed " << units::format_bytes(pr["uncompressed_bytes_per_step"].get<double>()) << "\n";
   os << "compression  plan " << ratio(pr["compression_ratio"]) << "   uniform " << ratio(pr["uniform_compression_ratio"])

@@ -7,6 +7,9 @@
 // error of the uniform default rank (α = 1), as in the reference.
 //   transformer_xl: 81 layers × 121 candidates (ranks 8..128, default 32), B = 10,000
 //   large:          2,000 layers × 64 candidates (ranks 1..64, default 16), B = 10,000
+//   unpruned:       81 × 121 with errors c_l·(129 − r) and bytes 4·r·(n+m): every step of rank changes
+//                   ẽ by more than one bucket (c_l ≥ w), so no candidate is dominated and the
+//                   min-plus kernel does all 81·121·10,001 updates (worst case of the same size)
 #include <benchmark/benchmark.h>
 
 #include <cmath>
@@ -44,6 +47,27 @@ Knapsack make_instance(int layers, int rank_lo, int rank_hi, int rank_default, s
   return k;
 }
 
+Knapsack make_unprunable(std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int> dim(256, 4096);
+  std::uniform_real_distribution<double> scale(1.0, 1.2);
+  Knapsack k;
+  double uniform = 0;
+  for (int l = 0; l < 81; ++l) {
+    const int n = dim(rng), m = dim(rng);
+    const double c = scale(rng);
+    KnapsackLayer layer;
+    for (int r = 8; r <= 128; ++r) {
+      layer.error.push_back(c * (129 - r));
+      layer.bytes.push_back(4.0 * r * (n + m));
+    }
+    uniform += layer.error[32 - 8];
+    k.layers.push_back(std::move(layer));
+  }
+  k.budget = uniform;  // w = T/B ≤ 81·1.2·97/10,000 < 1 ≤ c_l
+  return k;
+}
+
 void check_or_die(bool ok, const char* what) {
   if (!ok) {
     std::fprintf(stderr, "bench_planner: validation failed: %s\n", what);
@@ -58,8 +82,8 @@ void validate(const Knapsack& k, const KnapsackResult& r, int B) {
   check_or_die(r.total_error <= k.budget, "plan over budget");
 }
 
-void run_reference(benchmark::State& state, int layers, int lo, int hi, int def) {
-  const Knapsack k = make_instance(layers, lo, hi, def, 42);
+void run_reference(benchmark::State& state, int layers, int lo, int hi, int def, bool unprunable = false) {
+  const Knapsack k = unprunable ? make_unprunable(42) : make_instance(layers, lo, hi, def, 42);
   const int B = 10000;
   const KnapsackResult first = solve_reference(k, ReferenceOptions{B});
   validate(k, first, B);
@@ -78,6 +102,9 @@ void run_reference(benchmark::State& state, int layers, int lo, int hi, int def)
 void BM_reference_transformer_xl(benchmark::State& s) { run_reference(s, 81, 8, 128, 32); }
 void BM_reference_2000x64(benchmark::State& s) { run_reference(s, 2000, 1, 64, 16); }
 
+void BM_reference_unpruned_81x121(benchmark::State& s) { run_reference(s, 81, 8, 128, 32, true); }
+
+BENCHMARK(BM_reference_unpruned_81x121)->Unit(benchmark::kMillisecond)->MinTime(2.0);
 BENCHMARK(BM_reference_transformer_xl)->Unit(benchmark::kMillisecond)->MinTime(2.0);
 BENCHMARK(BM_reference_2000x64)->Unit(benchmark::kMillisecond)->Iterations(3);
 

@@ -153,7 +153,7 @@ TEST_CASE("exact engine trims a blown-up front and reports a bound it meets", "[
   k.budget = sum_min(k, false) * 3;
   const auto full = solve_exact(k, FrontOptions{10000000, 1e-3});
   REQUIRE(full.gap_bound == 0);
-  const auto capped = solve_exact(k, FrontOptions{40, 0.05});
+  const auto capped = solve_exact(k, FrontOptions{5, 0.05});
   CAPTURE(capped.gap_bound, capped.total_bytes, full.total_bytes);
   REQUIRE(capped.gap_bound > 0);
   REQUIRE(capped.total_error <= k.budget);

@@ -169,3 +169,13 @@ def test_output_not_overwritten_and_usage_errors(lgreco, tmp_path):
     bad["windows"][0]["layers"][0]["colour"] = "red"
     p = lgreco("plan", "--tables", write(tmp_path / "bad.json", bad))
     assert p.returncode == 1 and "unknown key 'colour'" in p.stderr
+
+
+def test_generated_tables_match_the_tables_schema():
+    schema = json.loads((REPO / "schemas" / "tables.schema.json").read_text())
+    jsonschema.Draft202012Validator.check_schema(schema)
+    jsonschema.validate(make_tables(), schema)
+    bad = make_tables()
+    bad["windows"][0]["layers"][0]["candidates"][0]["colour"] = 1
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(bad, schema)
