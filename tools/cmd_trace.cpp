@@ -155,7 +155,9 @@ int run_info(const std::vector<std::string>& args) {
     const Json doc = {{"schema_version", 1}, {"kind", "lgreco-trace-info"}, {"file", file},
                       {"format", traces::kTraceFormatName}, {"version", traces::kTraceFormatVersion},
                       {"model", h.model}, {"world_size", h.world_size}, {"dtype", traces::to_string(h.dtype)},
-                      {"producer", h.producer}, {"created", h.created}, {"steps", r.steps()},
+                      {"producer", h.producer}, {"created", h.created},
+                      {"producer_config", h.producer_config.empty() ? Json(nullptr) : Json(h.producer_config)},
+                      {"steps", r.steps()},
                       {"bursts", bursts_json(r)}, {"parameters", params}, {"file_size_bytes", r.file_size_bytes()},
                       {"has_loss", r.loss().has_value()}, {"has_lr", r.lr().has_value()}, {"layers", layers},
                       {"provenance", provenance_json({file})}};
@@ -163,10 +165,11 @@ int run_info(const std::vector<std::string>& args) {
     return 0;
   }
   std::cout << fmt::format("trace {}\n  format     {} v{}\n  model      {} (world size {}, stored as {})\n"
-                           "  producer   {}\n  created    {}\n  steps      {} in {} bursts: {}\n"
+                           "  producer   {}{}\n  created    {}\n  steps      {} in {} bursts: {}\n"
                            "  layers     {} tensors, {} parameters ({} fp32 per step)\n  file       {}\n\n",
                            file, traces::kTraceFormatName, traces::kTraceFormatVersion, h.model, h.world_size,
-                           traces::to_string(h.dtype), h.producer, h.created, r.steps().size(), r.bursts().size(),
+                           traces::to_string(h.dtype), h.producer,
+                           h.producer_config.empty() ? "" : "\n  config     " + h.producer_config, h.created, r.steps().size(), r.bursts().size(),
                            bursts_text(r), r.layers().size(), params, units::format_bytes(4.0 * static_cast<double>(params)),
                            units::format_bytes(static_cast<double>(r.file_size_bytes())));
   std::cout << fmt::format("{:>5}  {:<44} {:<18} {:>11} {:<9} {:>6} {:>5} {:>11} {:>11} {:>6} {:>6}\n", "index", "name",

@@ -96,6 +96,7 @@ void TraceReader::Impl::read_root() {
   }
   header.producer = h5::read_attr_string(root, "producer", ctx);
   header.created = h5::read_attr_string(root, "created", ctx);
+  if (h5::has_attr(root, "producer_config")) header.producer_config = h5::read_attr_string(root, "producer_config", ctx);
 }
 
 void TraceReader::Impl::read_steps() {

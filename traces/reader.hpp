@@ -5,6 +5,9 @@
 /// so memory beyond the caller's buffer is bounded by one chunk (≤ 4 MiB decoded, plus its
 /// compressed bytes), whatever the size of the file.
 ///
+/// Threads: the Debian HDF5 build is not thread-safe; keep all trace I/O of a process on one
+/// thread at a time (a reader is also not safe to share between threads).
+///
 /// Errors are TraceError with one line naming the file and the dataset:
 /// `trace run.h5: layer 'fc.weight' (/layers/000012/grad): dataset has 1 dims, expected 2`.
 #include <cstdint>

@@ -9,6 +9,7 @@
 #include "core/build_info.hpp"
 #include "core/cancel.hpp"
 #include "core/error.hpp"
+#include "core/json_util.hpp"
 #include "core/rng.hpp"
 #include "traces/buckets.hpp"
 #include "traces/writer.hpp"
@@ -194,8 +195,14 @@ void synthesize_trace(const ModelPreset& model, const SynthOptions& options, con
     const auto& t = model.tensors[i];
     layers.push_back({t.name, t.shape, numel_of(t.shape), t.kind, buckets.bucket[i], buckets.backward_order[i], options.dtype});
   }
+  const Json config = {{"generator", "lgreco-synth-v1"}, {"steps", options.steps}, {"bursts", options.bursts},
+                       {"burst_length", options.burst_length}, {"burst_spacing", options.burst_spacing},
+                       {"first_step", options.first_step}, {"seed", options.seed}, {"decay", options.decay},
+                       {"rho", options.rho}, {"tail", options.tail}, {"rank_terms", options.rank_terms},
+                       {"noise", options.noise}, {"scale", options.scale}, {"deflate_level", options.deflate_level},
+                       {"compute_flops_per_s", options.compute_flops_per_s}};
   TraceHeader header{model.name, options.world_size, options.dtype,
-                     options.producer + " (lgreco " + build_info::version() + ")", ""};
+                     options.producer + " (lgreco " + build_info::version() + ")", "", config.dump()};
   TraceWriter writer(dest, header, layers, policy, TraceWriterOptions{options.deflate_level});
   for (auto id : ids) writer.add_step(id);
 

@@ -45,6 +45,9 @@ struct TraceHeader {
   StorageDtype dtype = StorageDtype::kFloat32;///< storage dtype of the gradients
   std::string producer;                       ///< "lgreco 0.1.0 trace synth", "lgreco.TraceRecorder"…
   std::string created;                        ///< ISO 8601 UTC time of creation
+  /// Optional root attribute "producer_config": how the producer was configured (free text, JSON
+  /// by convention; `trace synth` records its options). Empty = absent.
+  std::string producer_config;
 };
 
 /// One entry of the layer table.

@@ -79,6 +79,7 @@ void TraceWriter::Impl::create() {
   h5::write_attr(root, "dtype", std::string(to_string(header.dtype)), ctx);
   h5::write_attr(root, "producer", header.producer, ctx);
   h5::write_attr(root, "created", header.created, ctx);
+  if (!header.producer_config.empty()) h5::write_attr(root, "producer_config", header.producer_config, ctx);
   h5::Handle group = h5::checked(H5Gcreate2(root, "layers", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), ctx,
                                  "cannot create /layers");
   // No chunk cache: whole chunks are written straight through, so memory stays at one chunk.

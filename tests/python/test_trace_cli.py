@@ -57,6 +57,8 @@ def test_synth_writes_a_trace_h5py_reads(lgreco, tmp_path):
     info = json.loads(lgreco("trace", "info", out, "--format", "json", check=True).stdout)
     assert info["layers"][0]["l2_norm_mean"] == pytest.approx(np.linalg.norm(values.astype(np.float64), axis=1).mean(), rel=1e-9)
     assert sum(l["numel"] for l in info["layers"]) == EXPECTED["resnet18"]
+    config = json.loads(info["producer_config"])  # the synthesis options are recorded in the trace
+    assert (config["seed"], config["steps"], config["burst_length"], config["burst_spacing"]) == (4, 3, 2, 50)
     assert lgreco("trace", "validate", out).returncode == 0
 
 

@@ -1,5 +1,5 @@
-// Streaming memory check (ctest label "slow"): writes a float16 trace of 16 layers × 4 Mi elements
-// × 2 steps (512 MiB as float32, 256 MiB stored) and reads every value back, checking each one.
+// Streaming memory check (ctest label "slow"): writes a float16 trace of 16 layers × 2 Mi elements
+// × 2 steps (256 MiB as float32, 128 MiB stored) and reads every value back, checking each one.
 // Passes when the peak resident set stays under kLimitBytes, far below the data size: the writer
 // and the reader hold one layer-step of caller buffer plus one chunk, never the file.
 #include <sys/resource.h>
@@ -18,8 +18,8 @@ using namespace lgreco;
 using namespace lgreco::traces;
 
 namespace {
-constexpr std::int64_t kLayers = 16, kNumel = 4 << 20, kSteps = 2;
-constexpr long kLimitBytes = 128l << 20;  // a quarter of the data volume
+constexpr std::int64_t kLayers = 16, kNumel = 2 << 20, kSteps = 2;
+constexpr long kLimitBytes = 64l << 20;  // a quarter of the data volume
 
 // Cheap deterministic values with a realistic spread of exponents (xorshift, scaled).
 float value(std::uint64_t i) {
@@ -46,7 +46,7 @@ int main() {
     }
     std::vector<float> buf(static_cast<std::size_t>(kNumel));
     {
-      TraceWriter w(file, {"stream-check", 1, StorageDtype::kFloat16, "stream_memory_check", ""}, layers, Overwrite::kRefuse);
+      TraceWriter w(file, {"stream-check", 1, StorageDtype::kFloat16, "stream_memory_check", "", ""}, layers, Overwrite::kRefuse);
       for (std::int64_t t = 0; t < kSteps; ++t) w.add_step(t);
       for (std::int64_t i = 0; i < kLayers; ++i) {
         for (std::int64_t t = 0; t < kSteps; ++t) {

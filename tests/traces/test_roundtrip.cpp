@@ -71,7 +71,7 @@ TEST_CASE("round trip is bit-exact for every storage dtype and write order", "[r
   const auto layers = make_layers(dtype);
   const std::vector<std::int64_t> steps = {3, 4, 5, 10};
   {
-    TraceWriter w(file, {"tiny", 4, dtype, "test", ""}, layers, Overwrite::kRefuse);
+    TraceWriter w(file, {"tiny", 4, dtype, "test", "", "{\"k\": 1}"}, layers, Overwrite::kRefuse);
     if (layer_by_layer) {
       for (auto s : steps) w.add_step(s);
       for (std::size_t i = 0; i < layers.size(); ++i)
@@ -93,6 +93,7 @@ TEST_CASE("round trip is bit-exact for every storage dtype and write order", "[r
   CHECK(r.header().world_size == 4);
   CHECK(r.header().dtype == dtype);
   CHECK(r.header().producer == "test");
+  CHECK(r.header().producer_config == "{\"k\": 1}");
   CHECK(r.header().created.size() == 20);  // filled in: "2026-12-02T14:12:33Z"
   CHECK(r.steps() == steps);
   const auto bursts = r.bursts();
@@ -137,7 +138,7 @@ TEST_CASE("float32 input is rounded to nearest even on 16-bit storage", "[roundt
   for (auto& x : v) x = nd(gen);
   v[0] = 1e9f;  // overflows float16
   {
-    TraceWriter w(dir / "r.h5", {"m", 1, dtype, "test", ""}, layers, Overwrite::kRefuse);
+    TraceWriter w(dir / "r.h5", {"m", 1, dtype, "test", "", ""}, layers, Overwrite::kRefuse);
     w.add_step(0);
     w.write(0, 0, v);
     w.finish();
@@ -155,7 +156,7 @@ TEST_CASE("float32 input is rounded to nearest even on 16-bit storage", "[roundt
 TEST_CASE("a trace with zero steps is valid and empty", "[roundtrip]") {
   test::TempDir dir;
   {
-    TraceWriter w(dir / "z.h5", {"m", 1, StorageDtype::kFloat16, "test", ""},
+    TraceWriter w(dir / "z.h5", {"m", 1, StorageDtype::kFloat16, "test", "", ""},
                   {{"w", {2, 3}, 6, LayerKind::kWeight, 0, 0, StorageDtype::kFloat16}}, Overwrite::kRefuse);
     w.finish();
   }
@@ -174,21 +175,21 @@ TEST_CASE("writer misuse is reported and leaves nothing behind", "[roundtrip]") 
   const std::vector<float> three(3, 1.0f);
   SECTION("unfinished writer") {
     {
-      TraceWriter w(file, {"m", 1, StorageDtype::kFloat32, "test", ""}, layers, Overwrite::kRefuse);
+      TraceWriter w(file, {"m", 1, StorageDtype::kFloat32, "test", "", ""}, layers, Overwrite::kRefuse);
       w.add_step(0);
       w.write(0, 0, three);
     }
     CHECK(dir.entries() == 0);
   }
   SECTION("a (layer, step) never written") {
-    TraceWriter w(file, {"m", 1, StorageDtype::kFloat32, "test", ""}, layers, Overwrite::kRefuse);
+    TraceWriter w(file, {"m", 1, StorageDtype::kFloat32, "test", "", ""}, layers, Overwrite::kRefuse);
     w.add_step(0);
     w.add_step(1);
     w.write(0, 1, three);
     CHECK_THROWS_WITH(w.finish(), Catch::Contains("layer 'a' (/layers/000000/grad): step index 0 (step id 0) was never written"));
   }
   SECTION("bad calls") {
-    TraceWriter w(file, {"m", 1, StorageDtype::kFloat32, "test", ""}, layers, Overwrite::kRefuse);
+    TraceWriter w(file, {"m", 1, StorageDtype::kFloat32, "test", "", ""}, layers, Overwrite::kRefuse);
     w.add_step(5);
     CHECK_THROWS_AS(w.add_step(5), ConfigError);                        // not increasing
     CHECK_THROWS_AS(w.write(0, 0, std::vector<float>(2)), ConfigError);  // wrong size
@@ -197,7 +198,7 @@ TEST_CASE("writer misuse is reported and leaves nothing behind", "[roundtrip]") 
     CHECK_THROWS_AS(w.write(0, 0, three), ConfigError);                  // twice
   }
   SECTION("invalid layer tables") {
-    const TraceHeader h{"m", 1, StorageDtype::kFloat32, "test", ""};
+    const TraceHeader h{"m", 1, StorageDtype::kFloat32, "test", "", ""};
     CHECK_THROWS_AS(TraceWriter(file, h, {{"a", {3, 2}, 5, LayerKind::kWeight, 0, 0, StorageDtype::kFloat32}}, Overwrite::kRefuse),
                     ConfigError);
     CHECK_THROWS_AS(TraceWriter(file, h, {layers[0], layers[0]}, Overwrite::kRefuse), ConfigError);
@@ -212,10 +213,10 @@ TEST_CASE("an existing destination is kept unless overwriting is allowed", "[rou
   const auto file = dir / "exists.h5";
   { std::ofstream(file) << "keep me"; }
   const std::vector<TraceLayer> layers = {{"a", {1}, 1, LayerKind::kBias, 0, 0, StorageDtype::kFloat32}};
-  CHECK_THROWS_AS(TraceWriter(file, {"m", 1, StorageDtype::kFloat32, "t", ""}, layers, Overwrite::kRefuse), ConfigError);
+  CHECK_THROWS_AS(TraceWriter(file, {"m", 1, StorageDtype::kFloat32, "t", "", ""}, layers, Overwrite::kRefuse), ConfigError);
   CHECK(std::filesystem::file_size(file) == 7);
   {
-    TraceWriter w(file, {"m", 1, StorageDtype::kFloat32, "t", ""}, layers, Overwrite::kAllow);
+    TraceWriter w(file, {"m", 1, StorageDtype::kFloat32, "t", "", ""}, layers, Overwrite::kAllow);
     w.add_step(0);
     w.write(0, 0, std::vector<float>{1.0f});
   }  // abandoned: the old file stays as it was

@@ -20,7 +20,7 @@ namespace {
 
 // Two layers, three steps; layer "b" gets `nan` NaNs and `inf` Infs at step 1, and step 2 of "a" is zero.
 void write_trace(const std::filesystem::path& file, int nan, int inf, std::int64_t big = 4096) {
-  TraceWriter w(file, {"m", 1, StorageDtype::kFloat32, "test", ""},
+  TraceWriter w(file, {"m", 1, StorageDtype::kFloat32, "test", "", ""},
                 {{"a", {64, 64}, 4096, LayerKind::kWeight, 0, 1, StorageDtype::kFloat32},
                  {"b", {big}, big, LayerKind::kBias, 0, 0, StorageDtype::kFloat32}},
                 Overwrite::kRefuse);
