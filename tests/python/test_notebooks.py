@@ -72,6 +72,7 @@ def require(name, available, lgreco):
 
 def execute(name, tmp_path, env_vars):
     """Executes the notebook headless; returns the summary JSON it wrote. Fails with the cell's error."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
     out = tmp_path / f"{name}-out"
     env = dict(os.environ, LGRECO_NB_OUT=str(out), MPLBACKEND="Agg", PYDEVD_DISABLE_FILE_VALIDATION="1",
                **{k: str(v) for k, v in env_vars.items()})
@@ -207,6 +208,19 @@ def test_whatif_bandwidth_notebook(lgreco, available, inputs, tmp_path):
             t = math.log(b_star / bw[i]) / math.log(bw[i + 1] / bw[i])
             assert close(s[i] + t * (s[i + 1] - s[i]), threshold, 1e-9)
         assert close(entry["max_adaptive_speedup"], max(s))
+
+    # The same study as CSV (`--format csv`) gives the same summary.
+    csv_path = tmp_path / "whatif.csv"
+    p = lgreco("whatif", "--trace", inputs.trace(lgreco), "--family", "powersgd", "--bandwidth", "1Gbps:400Gbps:8",
+               "--nodes", "1,4", "--format", "csv", check=True)
+    csv_path.write_text(p.stdout)
+    from_csv = execute("whatif-bandwidth", tmp_path / "csv", {"LGRECO_NB_WHATIF": csv_path})
+    for a, b in zip(summary["by_nodes"], from_csv["by_nodes"], strict=True):
+        assert a["nodes"] == b["nodes"] and a["payoff_status"] == b["payoff_status"]
+        assert all(close(x, y, 1e-9) for x, y in zip(a["adaptive_speedup"], b["adaptive_speedup"], strict=True))
+        assert (a["payoff_bandwidth_Gbps"] is None) == (b["payoff_bandwidth_Gbps"] is None)
+        if a["payoff_bandwidth_Gbps"] is not None:
+            assert close(a["payoff_bandwidth_Gbps"], b["payoff_bandwidth_Gbps"], 1e-9)
 
 
 def test_layer_tradeoffs_notebook(lgreco, available, inputs, tmp_path):
