@@ -3,8 +3,9 @@
 /// NICs and network switches, joined by links with a per-direction bandwidth and a latency.
 ///
 /// The graph answers the questions the collective model needs (docs/network-model.md):
-/// - routes: between two endpoints, the widest path (largest bottleneck bandwidth), ties broken by
-///   lowest latency, never through a GPU; with `p2p == false` GPU-to-GPU traffic is staged through
+/// - routes: between two endpoints, the lowest-latency path (ties: fewest hops), never through a
+///   GPU; bandwidth does not steer routing, so widening a link never moves traffic onto a narrower
+///   path; with `p2p == false` GPU-to-GPU traffic is staged through
 ///   the host bridge (PCIe switches do not forward it peer-to-peer);
 /// - ring embeddings: the ranks' ring (and its channel copies, one per NIC across hosts) is routed
 ///   edge by edge; every link direction counts how many ring edges cross it (a channel carries
@@ -85,7 +86,7 @@ struct Embedding {
 struct NicShare {
   std::string nic;
   std::vector<std::string> gpus;
-  double path_Bps = 0;  ///< bottleneck bandwidth GPU→NIC
+  double path_Bps = 0;  ///< bottleneck bandwidth GPU→NIC (nearest = lowest latency, ties to the least shared)
 };
 
 /// Checks the graph: ids unique, endpoints exist, no self links, bandwidth finite and > 0, latency

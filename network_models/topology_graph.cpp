@@ -39,11 +39,7 @@ struct Hop {
 /// Routes with the rule in topology.hpp, cached per (src, dst).
 class Router {
  public:
-  explicit Router(const Topology& t) : t_(t), g_(build_graph(t)) {
-    std::set<double, std::greater<>> bws;
-    for (const auto& l : t.links) bws.insert(l.bandwidth_Bps);
-    thresholds_.assign(bws.begin(), bws.end());
-  }
+  explicit Router(const Topology& t) : t_(t), g_(build_graph(t)) {}
 
   const std::vector<Hop>& route(int src, int dst) {
     auto key = std::make_pair(src, dst);
@@ -79,7 +75,7 @@ class Router {
     for (std::size_t i = 0; i < t_.nodes.size(); ++i) {
       if (t_.nodes[i].kind != k || t_.nodes[i].host != host) continue;
       auto m = measure(route(from, static_cast<int>(i)));
-      if (m.first > best_m.first || (m.first == best_m.first && m.second < best_m.second)) {
+      if (best < 0 || m.second < best_m.second) {
         best_m = m;
         best = static_cast<int>(i);
       }
@@ -94,30 +90,28 @@ class Router {
   std::vector<Hop> direct(int src, int dst) {
     if (src == dst) return {};
     auto index = boost::get(boost::edge_index, g_);
-    for (double threshold : thresholds_) {
-      // Only links at least `threshold` wide; GPUs other than the endpoints never forward.
-      auto keep_edge = [&](const Edge& e) {
-        const auto& l = t_.links[index[e]];
-        if (l.bandwidth_Bps < threshold) return false;
-        for (int v : {l.a, l.b}) {
-          if (v != src && v != dst && kind(v) == NodeKind::kGpu) return false;
-        }
-        return true;
-      };
-      boost::filtered_graph<Graph, std::function<bool(const Edge&)>> fg(g_, keep_edge);
-      std::vector<std::size_t> pred(t_.nodes.size());
-      std::vector<double> dist(t_.nodes.size(), kInf);
-      boost::dijkstra_shortest_paths(fg, src, boost::predecessor_map(pred.data()).distance_map(dist.data()));
-      if (!std::isfinite(dist[dst])) continue;
+    // GPUs other than the endpoints never forward. Routes depend on latency only (not on
+    // bandwidth), so that widening a link never reroutes traffic onto a narrower path.
+    auto keep_edge = [&](const Edge& e) {
+      const auto& l = t_.links[index[e]];
+      for (int v : {l.a, l.b}) {
+        if (v != src && v != dst && kind(v) == NodeKind::kGpu) return false;
+      }
+      return true;
+    };
+    boost::filtered_graph<Graph, std::function<bool(const Edge&)>> fg(g_, keep_edge);
+    std::vector<std::size_t> pred(t_.nodes.size());
+    std::vector<double> dist(t_.nodes.size(), kInf);
+    boost::dijkstra_shortest_paths(fg, src, boost::predecessor_map(pred.data()).distance_map(dist.data()));
+    if (dist[dst] < 1e300 && pred[dst] != static_cast<std::size_t>(dst)) {
       std::vector<Hop> path;
       for (std::size_t v = dst; v != static_cast<std::size_t>(src); v = pred[v]) {
         const std::size_t u = pred[v];
-        // Pick the qualifying link u–v of lowest latency (parallel links are allowed).
-        int best = -1;
+        int best = -1;  // the lowest-latency link u–v (parallel links allowed)
         for (std::size_t i = 0; i < t_.links.size(); ++i) {
           const auto& l = t_.links[i];
           const bool joins = (l.a == static_cast<int>(u) && l.b == static_cast<int>(v)) || (l.b == static_cast<int>(u) && l.a == static_cast<int>(v));
-          if (joins && l.bandwidth_Bps >= threshold && (best < 0 || l.latency_s < t_.links[best].latency_s)) best = static_cast<int>(i);
+          if (joins && (best < 0 || l.latency_s < t_.links[best].latency_s)) best = static_cast<int>(i);
         }
         path.push_back({best, t_.links[best].a == static_cast<int>(u)});
       }
@@ -130,7 +124,6 @@ class Router {
 
   const Topology& t_;
   Graph g_;
-  std::vector<double> thresholds_;
   std::map<std::pair<int, int>, std::vector<Hop>> cache_;
 };
 
@@ -187,8 +180,7 @@ std::vector<int> assign_nics(const Topology& t, Router& r, const std::vector<int
     std::pair<double, double> bm{-1, kInf};
     for (std::size_t i = 0; i < nics.size(); ++i) {
       auto m = r.measure(r.route(g, nics[i]));
-      const bool better = m.first > bm.first || (m.first == bm.first && (m.second < bm.second - 1e-12 ||
-                                                                          (std::abs(m.second - bm.second) <= 1e-12 && count[i] < count[best])));
+      const bool better = best >= 0 && (m.second < bm.second - 1e-12 || (std::abs(m.second - bm.second) <= 1e-12 && count[i] < count[best]));
       if (best < 0 || better) {
         bm = m;
         best = static_cast<int>(i);

@@ -1,12 +1,14 @@
 // `lgreco replay`: run a schedule's settings over a trace with the kernels and count what they send.
 #include <iostream>
 #include <limits>
+#include <map>
 
 #include "core/error.hpp"
 #include "core/json_util.hpp"
 #include "core/provenance.hpp"
 #include "core/units.hpp"
 #include "kernels/method_json.hpp"
+#include "planner/schedule.hpp"
 #include "sim/replay.hpp"
 #include "sim/replay_pool.hpp"
 #include "sim/replay_trace_source.hpp"
@@ -25,26 +27,26 @@ struct PhaseSettings {
 
 std::vector<PhaseSettings> read_phases(const std::string& path, const std::vector<sim::SourceLayer>& layers,
                                        const std::string& only) {
-  const Json doc = read_json_file(path);
-  if (doc.value("kind", "") != "lgreco-schedule") throw ConfigError(path + ": kind is not \"lgreco-schedule\"");
+  const planner::Schedule sched = planner::read_schedule(path);
   std::vector<PhaseSettings> out;
-  const Json& phases = doc.at("phases");
-  for (std::size_t i = 0; i < phases.size(); ++i) {
-    const Json& ph = phases[i];
-    const std::string where = path + ": phases[" + std::to_string(i) + "]";
+  for (std::size_t i = 0; i < sched.phases.size(); ++i) {
+    const planner::Phase& ph = sched.phases[i];
+    if (only == "last" ? i + 1 != sched.phases.size() : (only != "all" && only != ph.label)) continue;
+    const std::string where = path + ": phases[" + std::to_string(i) + "] (" + ph.label + ")";
     PhaseSettings s;
-    s.label = ph.at("label").get<std::string>();
-    if (only == "last" ? i + 1 != phases.size() : (only != "all" && only != s.label)) continue;
-    s.predicted_bytes = ph.at("predicted").at("bytes_per_step").get<double>();
-    const Json& ls = ph.at("layers");
-    if (ls.size() != layers.size()) {
-      throw ConfigError(where + ".layers: " + std::to_string(ls.size()) + " parameters, the trace has " +
+    s.label = ph.label;
+    s.predicted_bytes = ph.predicted.at("bytes_per_step").get<double>();
+    std::map<std::string, const planner::MethodSpec*> by_name;
+    for (const auto& [name, m] : ph.layers) by_name[name] = &m;
+    if (by_name.size() != layers.size()) {
+      throw ConfigError(where + ": " + std::to_string(by_name.size()) + " parameters, the trace has " +
                         std::to_string(layers.size()));
     }
     for (const auto& l : layers) {
-      auto it = ls.find(l.name);
-      if (it == ls.end()) throw ConfigError(where + ".layers: no entry for trace parameter '" + l.name + "'");
-      s.specs.push_back(kernels::method_from_json(*it, where + ".layers." + l.name));
+      auto it = by_name.find(l.name);
+      if (it == by_name.end()) throw ConfigError(where + ": no entry for trace parameter '" + l.name + "'");
+      s.specs.push_back(kernels::method_from_json(Json{{"method", it->second->method}, {"params", it->second->params}},
+                                                  where + ".layers." + l.name));
     }
     out.push_back(std::move(s));
   }

@@ -1,1 +1,72 @@
+// Topology graph: JSON strictness, validation errors, ring embeddings and NIC sharing.
 #include <catch2/catch.hpp>
+
+#include "network_models/presets.hpp"
+
+using namespace lgreco::net;
+
+namespace {
+lgreco::Json two_gpu_doc(double bw) {
+  return {{"schema_version", 1}, {"kind", "lgreco-topology"}, {"name", "pair"}, {"gpu", "A100"},
+          {"nodes", {{{"id", "g0"}, {"kind", "gpu"}}, {{"id", "g1"}, {"kind", "gpu"}}}},
+          {"links", {{{"a", "g0"}, {"b", "g1"}, {"class", "nvlink"}, {"bandwidth_GBps", bw}, {"latency_us", 1}}}}};
+}
+}  // namespace
+
+TEST_CASE("topology JSON: a valid file loads and round-trips", "[topology]") {
+  const Topology t = topology_from_json(two_gpu_doc(50), "pair.json");
+  CHECK(t.gpus() == 2);
+  const Embedding e = embed(t, 2);
+  // Ring of two GPUs over one 50 GB/s full-duplex link: each direction carries one ring edge.
+  CHECK(e.ring_Bps == Approx(50e9));
+  const Topology back = topology_from_json(topology_to_json(t), "again");
+  CHECK(back.links.size() == 1);
+}
+
+TEST_CASE("topology JSON: bad input names file, field and value", "[topology]") {
+  auto doc = two_gpu_doc(50);
+  doc["links"][0]["bandwidth_GBps"] = 0;
+  CHECK_THROWS_WITH(topology_from_json(doc, "bad.json"), Catch::Contains("bad.json") && Catch::Contains("bandwidth_GBps"));
+  doc = two_gpu_doc(-3);
+  CHECK_THROWS_WITH(topology_from_json(doc, "bad.json"), Catch::Contains("-3"));
+  doc = two_gpu_doc(50);
+  doc["links"][0]["colour"] = "red";
+  CHECK_THROWS_WITH(topology_from_json(doc, "bad.json"), Catch::Contains("colour"));
+  doc = two_gpu_doc(50);
+  doc["nodes"].push_back({{"id", "g2"}, {"kind", "gpu"}});
+  CHECK_THROWS_WITH(topology_from_json(doc, "bad.json"), Catch::Contains("disconnected") && Catch::Contains("g2"));
+  doc = two_gpu_doc(50);
+  doc["links"][0]["b"] = "nowhere";
+  CHECK_THROWS_WITH(topology_from_json(doc, "bad.json"), Catch::Contains("nowhere"));
+}
+
+TEST_CASE("presets: ring bottlenecks follow from the links", "[topology]") {
+  // NVSwitch host: every GPU has one 12 × 20 GB/s link to the switch, one ring edge per direction.
+  CHECK(embed(preset_topology("dgx-a100"), 8).ring_Bps == Approx(240e9));
+  CHECK(embed(preset_topology("hgx-h200"), 8).ring_Bps == Approx(18 * 20.6e9));
+  // No P2P: every edge goes GPU → switch → host bridge → switch → GPU; a switch uplink carries the
+  // outgoing edges of its two GPUs, so 24 GB/s / 2.
+  const Embedding pcie = embed(preset_topology("pcie-8x-rtx3090"), 8);
+  CHECK(pcie.ring_Bps == Approx(12e9));
+  CHECK(pcie.intra_class == LinkClass::kPcie);
+  // Cluster: 4 NICs of 100 Gb/s per host; the node egress is the bottleneck (4 × 12.5 GB/s).
+  const Embedding c = embed(preset_topology("4x8xA100-4x100G"), 32);
+  CHECK(c.hosts == 4);
+  CHECK(c.ring_net_Bps == Approx(50e9));
+  CHECK(c.ring_Bps == Approx(50e9));
+  // Rails: 8 GPUs share 4 NICs, two per NIC → 6.25 GB/s per GPU.
+  CHECK(c.rail_Bps == Approx(6.25e9));
+  CHECK_THROWS_WITH(embed(preset_topology("4x8xA100-4x100G"), 12), Catch::Contains("multiple"));
+}
+
+TEST_CASE("NIC sharing: GPUs behind one PCIe switch share its NIC", "[topology]") {
+  const auto shares = nic_sharing(preset_topology("4x8xA100-4x100G"));
+  REQUIRE(shares.size() == 4);
+  for (const auto& s : shares) {
+    CAPTURE(s.nic);
+    CHECK(s.gpus.size() == 2);
+  }
+  CHECK_THROWS_WITH(preset_topology("4x8xQ100-4x100G"), Catch::Contains("Q100"));
+  CHECK_THROWS_WITH(preset_topology("nonsense"), Catch::Contains("dgx-a100"));
+  CHECK(preset_topology("8x8xV100-25GbE").transport == Transport::kSocket);
+}

@@ -72,7 +72,7 @@ def test_tables_reusable_by_plan_tables(planned, lgreco):
     assert tables["kind"] == "lgreco-tables"
     assert len(tables["windows"]) == 2
     out = planned["dir"] / "from_tables.json"
-    p = lgreco("plan", "--tables", planned["tables"], "--topology", TOPO, "-o", out)
+    p = lgreco("plan", "--tables", planned["tables"], "--bandwidth", "25Gbps", "-o", out)
     assert p.returncode == 0, p.stderr
 
 
