@@ -1,0 +1,67 @@
+"""CLI side of the network model: predict, calibrate, topology and bad input."""
+import json
+
+
+def test_predict_json_rows(lgreco):
+    p = lgreco("net", "predict", "--topology", "dgx-a100", "--sizes", "32K:1M", "--format", "json", check=True)
+    doc = json.loads(p.stdout)
+    assert doc["kind"] == "lgreco-net-predict" and doc["schema_version"] == 1
+    assert [r["size_bytes"] for r in doc["rows"]] == [32768 * 2**i for i in range(6)]
+    times = [r["time_us"] for r in doc["rows"]]
+    assert times == sorted(times)
+    assert "provenance" in doc and doc["config"]["ranks"] == 8
+
+
+def test_calibrate_then_predict(lgreco, shared_dir, tmp_path):
+    src = shared_dir / "data" / "nccl-tests" / "a100x8-nvswitch-allreduce.tsv"
+    out = tmp_path / "fit.json"
+    lgreco("net", "calibrate", src, "--topology", "dgx-a100", "-o", out, check=True)
+    fit = json.loads(out.read_text())
+    assert fit["kind"] == "lgreco-network-fit" and fit["nccl_version"] == "2.30.7"
+    assert fit["fit_quality"]["rms_log_error"] < 0.1
+    p = lgreco("net", "predict", "--topology", "dgx-a100", "--network-fit", out, "--sizes", "1G", "--format", "json", check=True)
+    t = json.loads(p.stdout)["rows"][0]["time_us"]
+    assert abs(t / 8203.9 - 1) < 0.1
+    again = lgreco("net", "calibrate", src, "--topology", "dgx-a100", "-o", out)
+    assert again.returncode == 1 and "exists" in again.stderr
+
+
+def test_unparseable_log(lgreco, tmp_path):
+    bad = tmp_path / "bad.txt"
+    bad.write_text("# nThread 1 nGpus 8\n   8388608   2097152 float sum -1 garbage\n")
+    p = lgreco("net", "calibrate", bad, "--topology", "dgx-a100", "--ranks", "8", "--collective", "allreduce", "-o", tmp_path / "f.json")
+    assert p.returncode == 1
+    assert "bad.txt:2" in p.stderr
+    assert not (tmp_path / "f.json").exists()
+
+
+def test_bad_topology_files(lgreco, tmp_path):
+    doc = {"schema_version": 1, "kind": "lgreco-topology", "name": "x", "gpu": "A100",
+           "nodes": [{"id": "g0", "kind": "gpu"}, {"id": "g1", "kind": "gpu"}, {"id": "g2", "kind": "gpu"}],
+           "links": [{"a": "g0", "b": "g1", "class": "nvlink", "bandwidth_GBps": 50}]}
+    f = tmp_path / "t.json"
+    f.write_text(json.dumps(doc))
+    p = lgreco("net", "topology", f)
+    assert p.returncode == 1 and "disconnected" in p.stderr and "g2" in p.stderr
+    doc["links"].append({"a": "g1", "b": "g2", "class": "nvlink", "bandwidth_GBps": -1})
+    f.write_text(json.dumps(doc))
+    p = lgreco("net", "topology", f)
+    assert p.returncode == 1 and "bandwidth_GBps" in p.stderr and "-1" in p.stderr
+    f.write_text("{not json")
+    p = lgreco("net", "topology", f)
+    assert p.returncode == 1 and "t.json" in p.stderr
+
+
+def test_simulate_json(lgreco, tmp_path):
+    layers = {"batch_per_gpu": 32, "tensors": [{"name": f"l{i}.weight", "shape": [1024, 1024], "uses_per_sample": 196}
+                                                for i in range(24)]}
+    f = tmp_path / "layers.json"
+    f.write_text(json.dumps(layers))
+    p = lgreco("simulate", "--layers", f, "--topology", "4x8xA100-4x100G", "--method", "powersgd:rank=4",
+               "--format", "json", check=True)
+    doc = json.loads(p.stdout)
+    assert doc["kind"] == "lgreco-simulate"
+    assert doc["step_s"] >= doc["compute_s"]
+    assert doc["speedup"] > 1
+    ends = [b["end_s"] for b in doc["buckets"]]
+    assert ends == sorted(ends)
