@@ -131,6 +131,7 @@ void TraceReader::Impl::read_layers() {
   h5::check(H5Gget_info(g.get(), &info), ctx + ": /layers", "cannot list members (corrupt?)");
   const std::size_t n = info.nlinks;
   std::set<std::string> names;
+  std::set<std::int64_t> orders;
   for (std::size_t i = 0; i < n; ++i) {
     const std::string gpath = layer_group_path(i);
     const std::string lctx = ctx + ": " + gpath;
@@ -166,6 +167,15 @@ void TraceReader::Impl::read_layers() {
       l.dtype = parse_storage_dtype(dtype);
     } catch (const ConfigError&) {
       throw TraceError(nctx + ": attribute 'dtype' is '" + dtype + "', expected float32, float16 or bfloat16");
+    }
+    if (l.bucket < 0) throw TraceError(nctx + ": attribute 'bucket' is " + std::to_string(l.bucket) + ", expected >= 0");
+    if (l.backward_order < 0 || l.backward_order >= static_cast<std::int64_t>(n)) {
+      throw TraceError(nctx + ": attribute 'backward_order' is " + std::to_string(l.backward_order) +
+                       ", expected 0 to " + std::to_string(n - 1));
+    }
+    if (!orders.insert(l.backward_order).second) {
+      throw TraceError(nctx + ": attribute 'backward_order' " + std::to_string(l.backward_order) +
+                       " is used by another layer (expected a permutation of 0 to " + std::to_string(n - 1) + ")");
     }
     layers.push_back(std::move(l));
     check_grad(i);

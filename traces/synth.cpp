@@ -38,22 +38,27 @@ double kind_factor(LayerKind k) {
   return 1.0;
 }
 
-// One unit-variance noise draw for element `index` by the polar method (Marsaglia for Gaussian,
-// Bailey for Student-t): a point (U, V) uniform in the unit disc gives U·sqrt(-2 ln W / W) ~ N(0,1)
-// and U·sqrt(ν (W^(-2/ν) − 1) / W) ~ t_ν. A Philox block holds two candidate points; the rare case
-// where both fall outside the disc moves to further blocks at index + k·2^40.
-inline float noise_draw(std::uint64_t key, std::uint64_t stream, std::uint64_t index, float nu, float t_scale) {
-  for (std::uint64_t attempt = 0;; ++attempt) {
+// Unit-variance noise by the polar method (Marsaglia for Gaussian, Bailey for Student-t): a point
+// (U, V) uniform in the unit disc gives U·sqrt(-2 ln W / W) ~ N(0,1) and
+// U·sqrt(ν (W^(-2/ν) − 1) / W) ~ t_ν. Element e first tries the point in words (2·(e mod 2),
+// 2·(e mod 2)+1) of Philox block e/2 (two elements share a block); when it falls outside the disc
+// (probability 1 − π/4) it tries the two points of blocks e + k·2^40, k = 1, 2, … (counters disjoint
+// from the first ones while numel < 2^41).
+inline bool polar(std::uint32_t a, std::uint32_t b, float nu, float t_scale, float& out) {
+  const float u = 2.0f * rng::word_to_unit_float(a) - 1.0f;
+  const float v = 2.0f * rng::word_to_unit_float(b) - 1.0f;
+  const float w = u * u + v * v;
+  if (!(w > 0.0f && w <= 1.0f)) return false;
+  out = nu <= 0.0f ? u * std::sqrt(-2.0f * std::log(w) / w)
+                   : t_scale * u * std::sqrt(nu * (std::pow(w, -2.0f / nu) - 1.0f) / w);
+  return true;
+}
+
+float noise_fallback(std::uint64_t key, std::uint64_t stream, std::uint64_t index, float nu, float t_scale) {
+  for (std::uint64_t attempt = 1;; ++attempt) {
     const rng::Block b = rng::block_at(key, stream, index + (attempt << 40));
-    for (int k = 0; k < 2; ++k) {
-      const float u = 2.0f * rng::word_to_unit_float(b.v[2 * k]) - 1.0f;
-      const float v = 2.0f * rng::word_to_unit_float(b.v[2 * k + 1]) - 1.0f;
-      const float w = u * u + v * v;
-      if (w > 0.0f && w <= 1.0f) {
-        if (nu <= 0.0f) return u * std::sqrt(-2.0f * std::log(w) / w);
-        return t_scale * u * std::sqrt(nu * (std::pow(w, -2.0f / nu) - 1.0f) / w);
-      }
-    }
+    float out;
+    if (polar(b.v[0], b.v[1], nu, t_scale, out) || polar(b.v[2], b.v[3], nu, t_scale, out)) return out;
   }
 }
 
@@ -163,7 +168,19 @@ void LayerGenerator::generate(std::int64_t step_id, std::span<float> out) {
     for (std::int64_t i = r0; i < r1; ++i) {
       float* row = out.data() + i * m_;
       const std::uint64_t base = static_cast<std::uint64_t>(i * m_);
-      for (std::int64_t j = 0; j < m_; ++j) row[j] = ncoef * noise_draw(nkey, stream, base + j, nu, t_scale);
+      rng::Block blk{};
+      std::uint64_t blk_id = ~0ull;
+      for (std::int64_t j = 0; j < m_; ++j) {
+        const std::uint64_t e = base + static_cast<std::uint64_t>(j);
+        if ((e >> 1) != blk_id) {
+          blk_id = e >> 1;
+          blk = rng::block_at(nkey, stream, blk_id);
+        }
+        const unsigned lane = static_cast<unsigned>(e & 1u) * 2u;
+        float x;
+        if (!polar(blk.v[lane], blk.v[lane + 1], nu, t_scale, x)) x = noise_fallback(nkey, stream, e, nu, t_scale);
+        row[j] = ncoef * x;
+      }
       for (int r = 0; r < rank_; ++r) {
         const float cr = coef[r] * u_[static_cast<std::size_t>(r * n_ + i)];
         const float* v = v_.data() + static_cast<std::size_t>(r) * m_;

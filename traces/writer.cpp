@@ -38,6 +38,8 @@ namespace {
 
 void check_layers(const std::vector<TraceLayer>& layers, const std::string& ctx) {
   std::set<std::string> names;
+  std::set<std::int64_t> orders;
+  const auto n = static_cast<std::int64_t>(layers.size());
   for (std::size_t i = 0; i < layers.size(); ++i) {
     const auto& l = layers[i];
     const std::string where = ctx + ": layer " + std::to_string(i) + " '" + l.name + "'";
@@ -46,6 +48,12 @@ void check_layers(const std::vector<TraceLayer>& layers, const std::string& ctx)
     if (l.shape.empty()) throw ConfigError(where + ": shape is empty (record a scalar as [1])");
     for (auto d : l.shape) {
       if (d < 1) throw ConfigError(where + ": shape " + h5::format_dims(l.shape) + " has a dimension < 1");
+    }
+    if (l.bucket < 0) throw ConfigError(where + ": bucket " + std::to_string(l.bucket) + " must be >= 0");
+    if (l.backward_order < 0 || l.backward_order >= n || !orders.insert(l.backward_order).second) {
+      throw ConfigError(where + ": backward_order " + std::to_string(l.backward_order) +
+                        " is out of range or repeated (the layers' backward orders must be a permutation of 0 to " +
+                        std::to_string(n - 1) + ")");
     }
     if (l.numel != numel_of(l.shape)) {
       throw ConfigError(where + ": numel " + std::to_string(l.numel) + " differs from the product of shape " +

@@ -57,6 +57,10 @@ def break_kind(f):
     f["layers/000000"].attrs["kind"] = "conv"
 
 
+def break_order_dup(f):
+    f["layers/000000"].attrs["backward_order"] = 3
+
+
 def break_attr_type(f):
     f.attrs["world_size"] = "eight"
 
@@ -73,6 +77,7 @@ CASES = [
     (break_type, "layer 'emb.weight' (/layers/000000/grad): dataset type is float64, but the layer's dtype is float32"),
     (break_gap, "/layers/000004: group is missing"),
     (break_kind, "attribute 'kind' is 'conv', expected weight, bias, norm or embedding"),
+    (break_order_dup, "layer 'fc.weight' (/layers/000001): attribute 'backward_order' 3 is used by another layer"),
     (break_attr_type, "attribute 'world_size' has type string, expected integer"),
 ]
 

@@ -202,6 +202,9 @@ TEST_CASE("writer misuse is reported and leaves nothing behind", "[roundtrip]") 
     CHECK_THROWS_AS(TraceWriter(file, h, {{"a", {3, 2}, 5, LayerKind::kWeight, 0, 0, StorageDtype::kFloat32}}, Overwrite::kRefuse),
                     ConfigError);
     CHECK_THROWS_AS(TraceWriter(file, h, {layers[0], layers[0]}, Overwrite::kRefuse), ConfigError);
+    auto twice = layers[0];
+    twice.name = "b";
+    CHECK_THROWS_AS(TraceWriter(file, h, {layers[0], twice}, Overwrite::kRefuse), ConfigError);  // backward order 0 twice
     CHECK_THROWS_AS(TraceWriter(file, h, {{"a", {}, 1, LayerKind::kWeight, 0, 0, StorageDtype::kFloat32}}, Overwrite::kRefuse),
                     ConfigError);
   }
