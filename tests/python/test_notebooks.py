@@ -183,7 +183,10 @@ def test_whatif_bandwidth_notebook(lgreco, available, inputs, tmp_path):
                "--nodes", "1,4", "--format", "json", check=True)
     whatif.write_text(p.stdout)
     doc = json.loads(whatif.read_text())
-    threshold = 1.05
+    # A threshold inside the range of the largest cluster's speedups, so that the crossing (interpolation) is tested.
+    top = [p["adaptive_speedup"] for p in doc["points"] if p["nodes"] == max(q["nodes"] for q in doc["points"])]
+    assert max(top) > 1.1 * min(top), f"speedups do not vary with bandwidth: {top}"
+    threshold = math.sqrt(max(top) * min(top))
     summary = execute("whatif-bandwidth", tmp_path, {"LGRECO_NB_WHATIF": whatif, "LGRECO_NB_PAYOFF_SPEEDUP": threshold})
 
     nodes = sorted({p["nodes"] for p in doc["points"]})
@@ -211,13 +214,16 @@ def test_whatif_bandwidth_notebook(lgreco, available, inputs, tmp_path):
             t = math.log(b_star / bw[i]) / math.log(bw[i + 1] / bw[i])
             assert close(s[i] + t * (s[i + 1] - s[i]), threshold, 1e-9)
         assert close(entry["max_adaptive_speedup"], max(s))
+        if entry["nodes"] == max(nodes) and s == sorted(s, reverse=True):  # decreasing: it must cross in range
+            assert status == "within", entry
 
     # The same study as CSV (`--format csv`) gives the same summary.
     csv_path = tmp_path / "whatif.csv"
     p = lgreco("whatif", "--trace", inputs.trace(lgreco), "--family", "powersgd", "--bandwidth", "1Gbps:400Gbps:8",
                "--nodes", "1,4", "--format", "csv", check=True)
     csv_path.write_text(p.stdout)
-    from_csv = execute("whatif-bandwidth", tmp_path / "csv", {"LGRECO_NB_WHATIF": csv_path})
+    from_csv = execute("whatif-bandwidth", tmp_path / "csv", {"LGRECO_NB_WHATIF": csv_path,
+                                                               "LGRECO_NB_PAYOFF_SPEEDUP": threshold})
     for a, b in zip(summary["by_nodes"], from_csv["by_nodes"], strict=True):
         assert a["nodes"] == b["nodes"] and a["payoff_status"] == b["payoff_status"]
         assert all(close(x, y, 1e-9) for x, y in zip(a["adaptive_speedup"], b["adaptive_speedup"], strict=True))
