@@ -9,8 +9,8 @@
 ///
 /// Validation done by every backend before any work (Compressor::compress is non-virtual):
 /// - acc.size() == out.size() == product(shape) (shape empty = 1-D), N < 2^32;
-/// - every acc[i] finite, else InputError "layer '<name>' (index <layer>): non-finite value <v> at
-///   element <i>" naming the first bad element.
+/// - every acc[i] finite, else InputError "layer '<name>' (index <layer>) step <step>: non-finite
+///   input value <v> at element <i> (gradients must be finite)" naming the first bad element.
 /// Zero-length and all-zero layers are valid and reconstruct to zeros (see each method's header).
 #include <cstdint>
 #include <memory>
@@ -64,7 +64,8 @@ struct LayerState {
   std::unique_ptr<BackendState> backend; ///< optional device-side mirror (CUDA backend)
 };
 
-/// A compression method bound to a backend.
+/// A compression method bound to a backend. An instance keeps scratch buffers between calls and is
+/// not thread-safe: use one per thread (the per-layer state lives in LayerState, not here).
 class Compressor {
  public:
   virtual ~Compressor() = default;
@@ -92,7 +93,7 @@ std::unique_ptr<Compressor> make_compressor(const MethodSpec& spec, Backend back
 /// Throws InputError naming the layer and the first non-finite element, if any.
 void check_finite(std::span<const float> values, const LayerContext& ctx, std::string_view what = "input");
 
-/// product(shape) (1 for an empty shape is NOT used: empty shape means "1-D of numel").
+/// The product of the dimensions (callers treat an empty shape as "1-D of numel", not as 1).
 std::uint64_t shape_numel(std::span<const std::int64_t> shape);
 
 }  // namespace lgreco::kernels

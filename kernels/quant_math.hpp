@@ -125,10 +125,11 @@ LGRECO_HD_INLINE std::uint32_t sign_code(float v) { return v < 0.0f ? 0u : 1u; }
 
 /// TernGrad code.
 LGRECO_HD_INLINE std::uint32_t terngrad_code(float g, float s, float u) {
-  if (s == 0.0f || g == 0.0f) return 1u;
+  // Branch-free: g == 0 gives p = 0 (u < 0 is false); s == 0 only when every g is 0, and then
+  // 0/0 = NaN makes u < p false as well.
   const float a = g < 0.0f ? -g : g;
-  if (!(u < a / s)) return 1u;
-  return g < 0.0f ? 0u : 2u;
+  const bool keep = u < a / s;
+  return keep ? (g < 0.0f ? 0u : 2u) : 1u;
 }
 
 // ---- NUQSGD ----------------------------------------------------------------------------------
@@ -140,30 +141,35 @@ LGRECO_HD_INLINE std::uint32_t terngrad_code(float g, float s, float u) {
 
 /// NUQSGD level value L_j.
 LGRECO_HD_INLINE float nuqsgd_level_value(std::uint32_t j, int s) {
-  if (j == 0) return 0.0f;
-  // 2^(j − s − 1) built from its exponent bits; j − s − 1 ∈ [−s, 0] with s ≤ 30 stays normal.
-  const int e = static_cast<int>(j) - s - 1;
-  const std::uint32_t bits_pattern = static_cast<std::uint32_t>(127 + e) << 23;
+  // 2^(j − s − 1) built from its exponent bits (j − s − 1 ∈ [−s, 0] with s ≤ 30 stays normal);
+  // j = 0 gives the bit pattern 0, i.e. 0.0f. Branch-free so that CPU loops vectorise.
+  const std::uint32_t bits_pattern = j == 0 ? 0u : static_cast<std::uint32_t>(127 + static_cast<int>(j) - s - 1) << 23;
   float f;
   __builtin_memcpy(&f, &bits_pattern, sizeof f);
   return f;
 }
 
-/// NUQSGD level index ∈ [0, s + 1].
-LGRECO_HD_INLINE std::uint32_t nuqsgd_index(float v, float norm, int s, float u) {
-  if (norm == 0.0f) return 0u;
+/// NUQSGD level index ∈ [0, s + 1] for norm > 0 (branch-free; nuqsgd_index handles norm == 0).
+LGRECO_HD_INLINE std::uint32_t nuqsgd_index_nonzero_norm(float v, float norm, int s, float u) {
   const float a = v < 0.0f ? -v : v;
-  float r = a / norm;
-  if (r >= 1.0f) return static_cast<std::uint32_t>(s) + 1u;
+  const float r = a / norm;
   std::uint32_t rb;
   __builtin_memcpy(&rb, &r, sizeof rb);
   const int e = static_cast<int>((rb >> 23) & 0xFFu) - 127;  // floor(log2 r) for normal r
   // j with L_j ≤ r < L_{j+1}: L_j = 2^(j − s − 1) → j = e + s + 1 when e ≥ −s, else j = 0.
-  const std::uint32_t j = (e >= -s) ? static_cast<std::uint32_t>(e + s + 1) : 0u;
+  // (For r ≥ 1 the result is s + 1 regardless; j is then clamped to keep the arithmetic finite.)
+  std::uint32_t j = (e >= -s) ? static_cast<std::uint32_t>(e + s + 1) : 0u;
+  j = j > static_cast<std::uint32_t>(s) ? static_cast<std::uint32_t>(s) : j;
   const float lo = nuqsgd_level_value(j, s);
   const float hi = nuqsgd_level_value(j + 1, s);
   const float p = (r - lo) / (hi - lo);
-  return j + (u < p ? 1u : 0u);
+  const std::uint32_t idx = j + (u < p ? 1u : 0u);
+  return r >= 1.0f ? static_cast<std::uint32_t>(s) + 1u : idx;
+}
+
+/// NUQSGD level index ∈ [0, s + 1].
+LGRECO_HD_INLINE std::uint32_t nuqsgd_index(float v, float norm, int s, float u) {
+  return norm == 0.0f ? 0u : nuqsgd_index_nonzero_norm(v, norm, s, u);
 }
 
 /// NUQSGD code from value and index.

@@ -90,10 +90,10 @@ int qsgd_code_bits(int levels);
 /// Code width of NUQSGD with s levels: 1 + ceil(log2(s + 2)) bits.
 int nuqsgd_code_bits(int levels);
 
-/// The wire size of a method for a tensor, for every data-independent case. For topk with
+/// The wire size of a method for a tensor, exact for every data-independent case. For topk with
 /// encoding kDelta, topk with DGC selection and qsgd with Elias encoding the size depends on the
-/// data: this returns the size for the full k with the fixed encodings (pairs for delta, the fixed
-/// width for Elias) as an upper-bound estimate, and CompressInfo carries the exact figure.
+/// data: this returns an estimate (full k with pairs for delta, auto for DGC, the fixed code width
+/// for Elias) and CompressInfo::wire carries the exact figure of a compression.
 WireSize wire_size(const MethodSpec& spec, std::span<const std::int64_t> shape, std::uint64_t numel);
 
 }  // namespace lgreco::kernels

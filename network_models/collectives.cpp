@@ -23,8 +23,9 @@ int floor_log2(int x) {
 
 }  // namespace
 
-ModelParams default_params(const Topology& t, int ranks) {
-  const Embedding e = embed(t, ranks);
+ModelParams default_params(const Topology& t, int ranks) { return default_params(t, embed(t, ranks)); }
+
+ModelParams default_params(const Topology& t, const Embedding& e) {
   ModelParams p;
   // baseLat (µs) and hwLat by class (nvlink, pcie, net), NCCL 2.30.7 (reference-network.md).
   const double ring_base[3] = {6.6, 14.0, 8.4}, tree_base[3] = {6.8, 14.0, 8.4};
@@ -65,10 +66,16 @@ CollectiveModel::CollectiveModel(const Topology& t, int ranks, ModelParams p) : 
 CollectiveModel::CollectiveModel(Embedding e, const Topology& t, ModelParams p)
     : emb_(std::move(e)), p_(std::move(p)), cc_(t.gpu.compute_capability), transport_(t.transport) {
   nvls_ = t.nvls && emb_.hosts == 1 && emb_.ranks_per_host >= 5;
-  build();
+  build(p_, table_);
+  ModelParams tuning = default_params(t, emb_);
+  tuning.allow_hierarchical = p_.allow_hierarchical;
+  build(tuning, tuning_);
 }
 
-void CollectiveModel::build() {
+void CollectiveModel::build(const ModelParams& p_, Table& table) const {
+  auto at = [&table](CollectiveKind c, Algorithm a, Protocol p) -> Entry& {
+    return table[static_cast<int>(c)][static_cast<int>(a)][static_cast<int>(p)];
+  };
   const int n = emb_.ranks, N = emb_.hosts, ppn = emb_.ranks_per_host;
   if (n <= 1) return;
   const int intra = emb_.intra_class == LinkClass::kNvlink ? kNvlink : kPcie;
@@ -150,6 +157,26 @@ std::optional<Choice> CollectiveModel::evaluate(CollectiveKind c, Algorithm a, P
 }
 
 Choice CollectiveModel::best(CollectiveKind c, double size_bytes) const {
+  return p_.selection == Selection::kNcclTuning ? nccl_pick(c, size_bytes) : fastest(c, size_bytes);
+}
+
+Choice CollectiveModel::nccl_pick(CollectiveKind c, double size_bytes) const {
+  if (emb_.ranks <= 1 || !(size_bytes > 0) || !std::isfinite(size_bytes)) return fastest(c, size_bytes);
+  int best_a = -1, best_p = -1;
+  double best_t = kInf;
+  for (int a = 0; a < 4; ++a) {
+    for (int p = 0; p < kNumProtocols; ++p) {
+      const Entry& e = tuning_[static_cast<int>(c)][a][p];
+      if (!e.ok || !at(c, static_cast<Algorithm>(a), static_cast<Protocol>(p)).ok) continue;
+      const double t0 = e.latency_s + size_bytes / e.algbw_Bps;
+      if (t0 < best_t) best_t = t0, best_a = a, best_p = p;
+    }
+  }
+  if (best_a < 0) throw ConfigError(std::string("no algorithm available for ") + to_string(c));
+  return *evaluate(c, static_cast<Algorithm>(best_a), static_cast<Protocol>(best_p), size_bytes);
+}
+
+Choice CollectiveModel::fastest(CollectiveKind c, double size_bytes) const {
   std::optional<Choice> best;
   for (int a = 0; a < 4; ++a) {
     for (int p = 0; p < kNumProtocols; ++p) {
@@ -168,7 +195,7 @@ Choice CollectiveModel::allgather_padded(const std::vector<double>& per_rank_byt
   }
   double largest = 0;
   for (double b : per_rank_bytes) largest = std::max(largest, b);
-  return best(CollectiveKind::kAllgather, largest * emb_.ranks);
+  return this->best(CollectiveKind::kAllgather, largest * emb_.ranks);
 }
 
 double CollectiveModel::busbw_factor(CollectiveKind c) const {
@@ -209,6 +236,14 @@ const char* to_string(Protocol p) {
     case Protocol::kSimple: return "Simple";
   }
   return "?";
+}
+
+const char* to_string(Selection s) { return s == Selection::kFastest ? "fastest" : "nccl-tuning"; }
+
+Selection parse_selection(const std::string& s) {
+  if (s == "fastest") return Selection::kFastest;
+  if (s == "nccl-tuning") return Selection::kNcclTuning;
+  throw ConfigError("unknown selection \"" + s + "\" (expected fastest, nccl-tuning)");
 }
 
 CollectiveKind parse_collective(const std::string& s) {

@@ -10,8 +10,14 @@
 /// L and algBw are NCCL's model; R_p (channel ramp: below R_p the bandwidth grows with the size, as
 /// NCCL uses fewer channels), κ_p and H_p (a saturating efficiency 1/(1 + κ·H/(S+H)), from 1/(1+κ)
 /// for small messages to 1 for large ones) are zero/neutral by default and set by calibration.
-/// The collective takes the fastest pair (NCCL picks the fastest by its model). One rank or S = 0
-/// costs zero.
+/// Selection (ModelParams::selection): NCCL picks the pair that is fastest by its OWN tuning model,
+/// i.e. by the uncalibrated costs t₀(a, p, S) = L₀(a, p) + S / algBw₀(a, p) (NCCL's constants,
+/// neutral shape, default_params), and the hardware then takes whatever that pick really costs:
+///   kNcclTuning:          (a*, p*) = argmin t₀(a, p, S),  time = t(a*, p*, S)
+///   kFastest (default):   time = min over (a, p) of t(a, p, S)
+/// With uncalibrated parameters t = t₀, so both agree. A calibrated model can then show NCCL's
+/// suboptimal picks (a slower protocol chosen past a switch point), so it is not monotone in S.
+/// One rank or S = 0 costs zero.
 ///
 /// Bus bandwidth B: ring B = min(B_local, η_net · B_net) from the ring embedding (topology.hpp),
 /// η_net the transport efficiency (RDMA 1, sockets 0.5 by default). Protocol caps, then × m_p:
@@ -52,6 +58,9 @@ enum class Protocol { kLL, kLL128, kSimple };
 inline constexpr int kNumProtocols = 3;
 inline constexpr int kNumClasses = 3;  ///< hop-latency classes: nvlink, pcie, net
 
+/// How the (algorithm, protocol) pair is chosen (see above).
+enum class Selection { kNcclTuning, kFastest };
+
 /// Per-protocol constants (NCCL defaults) and calibrated shape parameters.
 struct ProtocolParams {
   double ring_base_s = 0, tree_base_s = 0;         ///< NCCL baseLat
@@ -76,10 +85,13 @@ struct ModelParams {
   double nvls_latency_s = 25e-6;
   double nvls_multiplier = 1;
   bool allow_hierarchical = false;
+  Selection selection = Selection::kFastest;
 };
 
 /// NCCL's constants for this topology at this rank count (how many hosts matters for the tables).
 ModelParams default_params(const Topology& t, int ranks);
+/// The same from a precomputed embedding of `t`.
+ModelParams default_params(const Topology& t, const Embedding& e);
 
 /// One evaluated (algorithm, protocol) pair.
 struct Choice {
@@ -96,8 +108,13 @@ class CollectiveModel {
   CollectiveModel(const Topology& t, int ranks, ModelParams p);
   /// With a precomputed embedding of `t` (calibration rebuilds the tables many times).
   CollectiveModel(Embedding e, const Topology& t, ModelParams p);
-  /// Fastest available pair for `size_bytes` (nccl-tests convention). Zero time for 1 rank or 0 B.
+  /// The pair NCCL runs for `size_bytes` (nccl-tests convention) and its calibrated cost, by the
+  /// selection rule of the parameters. Zero time for 1 rank or 0 B.
   Choice best(CollectiveKind c, double size_bytes) const;
+  /// The pair NCCL's own (uncalibrated) tuning model picks; its cost under these parameters.
+  Choice nccl_pick(CollectiveKind c, double size_bytes) const;
+  /// The fastest pair under these parameters.
+  Choice fastest(CollectiveKind c, double size_bytes) const;
   /// One pair, or nullopt when unavailable for this collective/topology.
   std::optional<Choice> evaluate(CollectiveKind c, Algorithm a, Protocol p, double size_bytes) const;
   /// Allgather of unequal per-rank payloads: NCCL pads every rank to the largest.
@@ -116,15 +133,17 @@ class CollectiveModel {
   };
   Entry& at(CollectiveKind c, Algorithm a, Protocol p) { return table_[static_cast<int>(c)][static_cast<int>(a)][static_cast<int>(p)]; }
   const Entry& at(CollectiveKind c, Algorithm a, Protocol p) const { return table_[static_cast<int>(c)][static_cast<int>(a)][static_cast<int>(p)]; }
+  using Table = std::array<std::array<std::array<Entry, kNumProtocols>, 4>, 4>;
   double shape(Protocol p, double size_bytes) const;
-  void build();
+  void build(const ModelParams& p, Table& table) const;
 
   Embedding emb_;
   ModelParams p_;
   bool nvls_ = false;
   int cc_ = 80;
   Transport transport_ = Transport::kRdma;
-  std::array<std::array<std::array<Entry, kNumProtocols>, 4>, 4> table_{};
+  Table table_{};  ///< calibrated latencies and bandwidths
+  Table tuning_{};  ///< NCCL's own (default_params) latencies and bandwidths, for the pick
 };
 
 /// sim::CollectiveCost on top of a CollectiveModel: allreduce of the per-rank buffer; allgather of
@@ -142,6 +161,9 @@ class NetworkCost : public sim::CollectiveCost {
 const char* to_string(CollectiveKind c);
 const char* to_string(Algorithm a);
 const char* to_string(Protocol p);
+const char* to_string(Selection s);  ///< "fastest", "nccl-tuning"
+/// "fastest" or "nccl-tuning"; ConfigError otherwise.
+Selection parse_selection(const std::string& s);
 /// "allreduce", "allgather", "reducescatter" (or "reduce_scatter"), "broadcast"; ConfigError otherwise.
 CollectiveKind parse_collective(const std::string& s);
 

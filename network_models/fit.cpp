@@ -83,8 +83,9 @@ std::vector<double> solve(std::vector<std::vector<double>> a, std::vector<double
 
 class Problem {
  public:
-  Problem(const Topology& t, int ranks, CollectiveKind c, const std::vector<NcclTestsPoint>& data)
-      : t_(t), emb_(embed(t, ranks)), c_(c), data_(data), base_(default_params(t, ranks)) {
+  Problem(const Topology& t, int ranks, CollectiveKind c, const std::vector<NcclTestsPoint>& data, Selection sel)
+      : t_(t), emb_(embed(t, ranks)), c_(c), data_(data), base_(default_params(t, emb_)) {
+    base_.selection = sel;
     for (auto& d : all_params(base_)) {
       const bool multi = emb_.hosts > 1;
       const bool nvls = t.nvls && emb_.hosts == 1 && emb_.ranks_per_host >= 5 && c != CollectiveKind::kBroadcast;
@@ -216,10 +217,10 @@ std::vector<FitPoint> compare(const CollectiveModel& model, CollectiveKind c, co
   return out;
 }
 
-FitResult fit_model(const Topology& t, int ranks, CollectiveKind c, const std::vector<NcclTestsPoint>& data) {
+FitResult fit_model(const Topology& t, int ranks, CollectiveKind c, const std::vector<NcclTestsPoint>& data, Selection selection) {
   if (data.size() < 2) throw InputError("calibration needs at least 2 measured sizes, got " + std::to_string(data.size()));
   if (ranks < 2) throw InputError("calibration needs at least 2 ranks, got " + std::to_string(ranks));
-  Problem pb(t, ranks, c, data);
+  Problem pb(t, ranks, c, data, selection);
   std::mt19937_64 gen(kSeed);
   std::vector<double> best_x;
   double best_f = std::numeric_limits<double>::infinity();
@@ -269,6 +270,7 @@ Json fit_to_json(const FitResult& f, const Json& config, const Json& provenance)
           {"ranks", f.ranks},
           {"collective", to_string(f.collective)},
           {"nccl_version", f.params.nccl_version},
+          {"selection", to_string(f.params.selection)},
           {"parameters", params},
           {"fit_quality",
            {{"rms_log_error", f.rms_log_error}, {"max_abs_error_pct", 100 * f.max_abs_rel_error}, {"objective", f.objective},
@@ -288,6 +290,7 @@ ModelParams params_from_fit(const Json& fit, const std::string& origin, const To
   parse_collective(o.get<std::string>("collective"));
   ModelParams p = default_params(t, ranks);
   p.nccl_version = o.get<std::string>("nccl_version");
+  p.selection = parse_selection(o.get_or<std::string>("selection", "fastest"));
   JsonObject params(o.require("parameters"), o.child("parameters"));
   for (const auto& d : all_params(p)) {
     auto v = params.get_optional<double>(d.name);

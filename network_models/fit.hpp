@@ -42,13 +42,15 @@ struct FitResult {
 };
 
 /// Fits the model for topology `t` at `ranks` ranks to the measured points (≥ 2 sizes).
-FitResult fit_model(const Topology& t, int ranks, CollectiveKind c, const std::vector<NcclTestsPoint>& data);
+/// `selection` is the pair-selection rule of the fitted model (collectives.hpp).
+FitResult fit_model(const Topology& t, int ranks, CollectiveKind c, const std::vector<NcclTestsPoint>& data,
+                    Selection selection = Selection::kFastest);
 
 /// Predictions of `model` at the measured sizes (the quality table of an uncalibrated model).
 std::vector<FitPoint> compare(const CollectiveModel& model, CollectiveKind c, const std::vector<NcclTestsPoint>& data);
 
 /// The fit document {"schema_version", "kind": "lgreco-network-fit", "topology", "ranks",
-/// "collective", "nccl_version", "parameters", "fit_quality", "config", "provenance"}.
+/// "collective", "nccl_version", "selection", "parameters", "fit_quality", "config", "provenance"}.
 Json fit_to_json(const FitResult& f, const Json& config, const Json& provenance);
 
 /// Reads a fit document (strict) and returns the parameters for `t` at `ranks`: NCCL's defaults

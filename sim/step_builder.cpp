@@ -5,31 +5,9 @@
 #include <cmath>
 
 #include "core/error.hpp"
+#include "kernels/wire.hpp"
 
 namespace lgreco::sim {
-namespace {
-
-const std::map<std::string, std::map<std::string, double>>& method_defaults() {
-  static const std::map<std::string, std::map<std::string, double>> d{
-      {"none", {}},
-      {"fp16", {}},
-      {"bf16", {}},
-      {"powersgd", {{"rank", 4}, {"power_iterations", 1}, {"min_compression_rate", 2}}},
-      {"topk", {{"density", 0.01}}},
-      {"randomk", {{"density", 0.01}}},
-      {"qsgd", {{"bits", 4}, {"bucket_size", 512}}},
-      {"maxmin", {{"bits", 4}, {"bucket_size", 1024}}},
-      {"sign", {{"bucket_size", 1024}}},
-      {"terngrad", {}},
-      {"nuqsgd", {{"levels", 4}, {"bucket_size", 512}}}};
-  return d;
-}
-
-std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; }
-int ceil_log2(double x) { return static_cast<int>(std::ceil(std::log2(x) - 1e-12)); }
-
-}  // namespace
-
 std::uint64_t LayerSpec::numel() const {
   std::uint64_t n = 1;
   for (auto d : shape) n *= static_cast<std::uint64_t>(d);
@@ -37,31 +15,23 @@ std::uint64_t LayerSpec::numel() const {
 }
 
 MethodSpec parse_method(const std::string& text) {
-  MethodSpec m;
   const auto colon = text.find(':');
-  m.method = text.substr(0, colon);
-  auto it = method_defaults().find(m.method);
-  if (it == method_defaults().end()) throw ConfigError("unknown method \"" + m.method + "\" in \"" + text + "\"");
-  m.params = it->second;
-  if (colon == std::string::npos) return m;
-  std::string rest = text.substr(colon + 1);
-  std::size_t start = 0;
-  while (start <= rest.size()) {
-    const auto comma = rest.find(',', start);
-    const std::string kv = rest.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    const auto eq = kv.find('=');
-    if (eq == std::string::npos) throw ConfigError("method \"" + text + "\": expected key=value, got \"" + kv + "\"");
-    const std::string key = kv.substr(0, eq);
-    if (!m.params.count(key)) throw ConfigError("method " + m.method + ": unknown parameter \"" + key + "\"");
-    try {
-      m.params[key] = std::stod(kv.substr(eq + 1));
-    } catch (const std::exception&) {
-      throw ConfigError("method " + m.method + ": parameter " + key + " has non-numeric value \"" + kv.substr(eq + 1) + "\"");
+  const std::string name = text.substr(0, colon);
+  kernels::ParamList params;
+  if (colon != std::string::npos) {
+    const std::string rest = text.substr(colon + 1);
+    std::size_t start = 0;
+    while (start <= rest.size()) {
+      const auto comma = rest.find(',', start);
+      const std::string kv = rest.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      const auto eq = kv.find('=');
+      if (eq == std::string::npos) throw ConfigError("method \"" + text + "\": expected key=value, got \"" + kv + "\"");
+      params.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
+      if (comma == std::string::npos) break;
+      start = comma + 1;
     }
-    if (comma == std::string::npos) break;
-    start = comma + 1;
   }
-  return m;
+  return kernels::parse_method(name, params);
 }
 
 std::vector<double> flop_backward_s(const std::vector<LayerSpec>& layers, std::int64_t batch, const DeviceModel& d) {
@@ -71,54 +41,27 @@ std::vector<double> flop_backward_s(const std::vector<LayerSpec>& layers, std::i
   return out;
 }
 
-LayerComm layer_comm(const LayerSpec& layer, const MethodSpec& m, int ranks, const DeviceModel& d) {
+LayerComm layer_comm(const LayerSpec& layer, const MethodSpec& m, int ranks, const DeviceModel& d, const kernels::DeviceProfile* profile) {
   const std::uint64_t n_el = layer.numel();
-  const auto& p = m.params;
+  const kernels::WireSize w = kernels::wire_size(m, layer.shape, n_el);
   LayerComm c;
+  c.allreduce_bytes = {static_cast<double>(w.allreduce_round_bytes[0]), static_cast<double>(w.allreduce_round_bytes[1])};
+  c.allgather_bytes = static_cast<double>(w.allgather_bytes);
+  if (m.method == kernels::Method::kNone) return c;
+  const std::string name = kernels::method_name(m.method);
+  if (profile && profile->methods.count(name)) {
+    const double t = profile->time_s(name, n_el);
+    c.compress_s = t / 2;
+    c.decompress_s = t / 2;
+    return c;
+  }
   const double mem = d.memory_Bps;
-  if (m.method == "none") {
-    c.allreduce_bytes[0] = 4.0 * n_el;
-    return c;
-  }
   c.compress_s = 16.0 * n_el / mem;
-  if (m.method == "fp16" || m.method == "bf16") {
-    c.allreduce_bytes[0] = 2.0 * n_el;
-  } else if (m.method == "powersgd") {
-    const std::int64_t n = layer.shape.empty() ? static_cast<std::int64_t>(n_el) : layer.shape[0];
-    const std::int64_t mm = n > 0 ? static_cast<std::int64_t>(n_el) / n : 0;
-    const std::int64_t r = std::min({n, mm, static_cast<std::int64_t>(p.at("rank"))});
-    if (r >= 1 && static_cast<double>(n + mm) * r * p.at("min_compression_rate") < static_cast<double>(n) * mm) {
-      c.allreduce_bytes[0] = p.at("power_iterations") * 4.0 * r * n;
-      c.allreduce_bytes[1] = p.at("power_iterations") * 4.0 * r * mm;
-      c.compress_s += 4.0 * n_el * r * p.at("power_iterations") / (d.achieved_fraction * d.dense_peak_flops);
-    } else {
-      c.allreduce_bytes[0] = 4.0 * n_el;
-    }
-  } else if (m.method == "randomk") {
-    const std::uint64_t k = n_el == 0 ? 0 : std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::ceil(p.at("density") * n_el)));
-    c.allreduce_bytes[0] = 4.0 * k;
-  } else {
-    double wire = 0;
-    if (m.method == "topk") {
-      const std::uint64_t k = n_el == 0 ? 0 : std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::ceil(p.at("density") * n_el)));
-      wire = std::min(8.0 * k, static_cast<double>(ceil_div(n_el, 8) + 4 * k));
-    } else if (m.method == "qsgd") {
-      const double s = std::pow(2.0, p.at("bits") - 1) - 1;
-      wire = std::ceil(n_el * ceil_log2(2 * s + 1) / 8.0) + 4.0 * ceil_div(n_el, static_cast<std::uint64_t>(p.at("bucket_size")));
-    } else if (m.method == "maxmin") {
-      wire = n_el < 16 ? 4.0 * n_el : std::ceil(p.at("bits") * n_el / 8.0) + 8.0 * ceil_div(n_el, static_cast<std::uint64_t>(p.at("bucket_size")));
-    } else if (m.method == "sign") {
-      wire = static_cast<double>(ceil_div(n_el, 8)) + 4.0 * ceil_div(n_el, static_cast<std::uint64_t>(p.at("bucket_size")));
-    } else if (m.method == "terngrad") {
-      wire = static_cast<double>(ceil_div(2 * n_el, 8)) + 4;
-    } else if (m.method == "nuqsgd") {
-      wire = std::ceil(n_el * (1 + ceil_log2(p.at("levels") + 2)) / 8.0) + 4.0 * ceil_div(n_el, static_cast<std::uint64_t>(p.at("bucket_size")));
-    }
-    c.allgather_bytes = wire;
-    c.decompress_s = (4.0 * n_el + ranks * wire) / mem;
-    return c;
+  if (m.method == kernels::Method::kPowerSgd) {
+    const auto v = kernels::powersgd_view(layer.shape, n_el, m.powersgd);
+    if (v.compressed) c.compress_s += 4.0 * n_el * v.r_eff * m.powersgd.power_iterations / (d.achieved_fraction * d.dense_peak_flops);
   }
-  c.decompress_s = 8.0 * n_el / mem;
+  c.decompress_s = w.allgather_bytes > 0 ? (4.0 * n_el + ranks * c.allgather_bytes) / mem : 8.0 * n_el / mem;
   return c;
 }
 

@@ -46,7 +46,7 @@ void print_points(const std::vector<net::FitPoint>& pts) {
 }
 
 int run_calibrate(const std::vector<std::string>& args) {
-  std::string file, topology, ranks_s, coll_s, out;
+  std::string file, topology, ranks_s, coll_s, out, selection = "fastest";
   bool force = false;
   Format fmt;
   ArgParser p("lgreco net calibrate", "Fit the network model's parameters for a topology to nccl-tests results (standard "
@@ -55,6 +55,7 @@ int run_calibrate(const std::vector<std::string>& args) {
       .option("--topology", &topology, "T", "preset, cluster spec (4x8xA100-4x100G) or topology JSON", true)
       .option("--ranks", &ranks_s, "N", "rank count of the measurement (default: from the file)")
       .option("--collective", &coll_s, "C", "allreduce|allgather|reducescatter|broadcast (default: from the file)")
+      .option("--selection", &selection, "S", "fastest (default) or nccl-tuning: pick the pair by NCCL's own uncalibrated model")
       .option("--output", &out, "FILE", "fit JSON to write", true, "-o")
       .flag("--force", &force, "overwrite an existing output")
       .format(&fmt);
@@ -74,10 +75,10 @@ int run_calibrate(const std::vector<std::string>& args) {
     throw UsageError(file + ": the file does not name its collective; pass --collective");
   }
   const net::Topology t = net::resolve_topology(topology);
-  const net::FitResult fit = net::fit_model(t, ranks, c, run.points);
+  const net::FitResult fit = net::fit_model(t, ranks, c, run.points, net::parse_selection(selection));
   std::vector<std::filesystem::path> inputs{file};
   if (std::filesystem::is_regular_file(topology)) inputs.push_back(topology);
-  const Json config{{"source", file}, {"topology", topology}, {"ranks", ranks}, {"collective", net::to_string(c)},
+  const Json config{{"source", file}, {"topology", topology}, {"ranks", ranks}, {"collective", net::to_string(c)}, {"selection", selection},
                     {"time_column", "out-of-place"}, {"loss", "soft-L1 on ln(predicted/measured), scale 0.05"},
                     {"optimizer", "Levenberg-Marquardt, 400 seeded starts"}};
   const Json doc = net::fit_to_json(fit, config, provenance_json(inputs));

@@ -92,14 +92,15 @@ void run_plot(const std::string& json_path, const std::string& png) {
 
 int run_whatif(const std::vector<std::string>& args) {
   TraceJobArgs a;
-  std::string topology = "4x8xA100-1x25G", bandwidth = "1Gbps:400Gbps:12", nodes_text = "1,2,4,8", gpn, plot;
+  std::string topology = "4x8xA100-1x25G", bandwidth = "1Gbps:400Gbps:12", nodes_text = "1,2,4,8", gpn, plot, tables;
   bool force = false;
   Format fmt = Format::kTable;
   ArgParser p("lgreco whatif",
               "Replay the trace once (closed loop, as plan --trace), then predict the step time of the "
               "uncompressed, uniform and adaptive schedules at every (node count, inter-node bandwidth) point; "
               "time-aware engines re-plan per point.");
-  add_trace_job_options(p, a);
+  add_trace_job_options(p, a, false);
+  p.option("--tables", &tables, "FILE", "candidate tables from an earlier replay (plan --tables-out) instead of --trace");
   p.option("--topology", &topology, "NAME|FILE", "base cluster whose GPUs and node layout are varied (default 4x8xA100-1x25G)");
   p.option("--bandwidth", &bandwidth, "LOW:HIGH:N|LIST", "inter-node bandwidths: log-spaced range or comma list (default 1Gbps:400Gbps:12)");
   p.option("--nodes", &nodes_text, "LIST", "node counts (default 1,2,4,8)");
@@ -119,9 +120,24 @@ int run_whatif(const std::vector<std::string>& args) {
   }
   const std::optional<int> gpus = gpn.empty() ? std::nullopt : std::optional<int>(static_cast<int>(parse_int("--gpus-per-node", gpn)));
 
+  if (a.trace.empty() == tables.empty()) throw UsageError("lgreco whatif: give exactly one of --trace FILE and --tables FILE");
   TraceJob job = resolve_trace_job(a);
   const Cluster base = make_cluster(topology, std::nullopt, gpus);
-  const ClosedLoopResult r = run_closed_loop(job, base.cost.get(), stderr_progress());
+  ClosedLoopResult r;
+  if (!a.trace.empty()) {
+    r = run_closed_loop(job, base.cost.get(), stderr_progress());
+  } else {
+    // Tables computed earlier: plan their last window as the closed loop's final plan.
+    r.tables = planner::read_tables(tables);
+    r.model = r.tables.model;
+    r.plan = job.plan;
+    double backward = 0;
+    for (const auto& l : r.tables.windows.back().layers) backward += l.compute_time_s.value_or(0.0);
+    r.plan.forward_s = 0.5 * backward;
+    r.plans.push_back(planner::plan_window(r.tables.windows.back(), r.plan, base.cost.get()));
+    r.backend = "none (tables)";
+    r.provenance = provenance_json({tables});
+  }
   const planner::Window& w = r.tables.windows.back();
   const bool time_aware = job.plan.engine == planner::Engine::kTime;
 
@@ -153,6 +169,7 @@ int run_whatif(const std::vector<std::string>& args) {
     }
   }
   Json config = trace_job_config(job, r, &base);
+  if (!tables.empty()) config["tables"] = tables;
   config["bandwidth"] = bandwidth;
   config["nodes"] = nodes;
   config["replanned_per_point"] = time_aware;

@@ -26,8 +26,8 @@ struct TraceJobArgs {
   std::string alpha = "1", rank_low = "0.5", rank_high = "2", min_numel = "1024";
 };
 
-/// Declares the shared options on a parser (--trace required).
-void add_trace_job_options(ArgParser& p, TraceJobArgs& a);
+/// Declares the shared options on a parser (--trace required unless `trace_required` is false).
+void add_trace_job_options(ArgParser& p, TraceJobArgs& a, bool trace_required = true);
 
 /// The resolved job.
 struct TraceJob {

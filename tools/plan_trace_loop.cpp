@@ -56,8 +56,8 @@ double parse_num(const std::string& opt, const std::string& v) { return parse_do
 
 }  // namespace
 
-void add_trace_job_options(ArgParser& p, TraceJobArgs& a) {
-  p.option("--trace", &a.trace, "FILE", "trace to replay (HDF5, docs/trace-format.md)", true);
+void add_trace_job_options(ArgParser& p, TraceJobArgs& a, bool trace_required) {
+  p.option("--trace", &a.trace, "FILE", "trace to replay (HDF5, docs/trace-format.md)", trace_required);
   p.option("--family", &a.family, "NAME", "method family: powersgd, topk, qsgd, maxmin, mixed (PowerSGD + max-min), or all (PowerSGD + top-k + max-min); default powersgd");
   p.option("--default", &a.defaults, "K=V[,K=V]",
            "the uniform default setting, e.g. rank=4 (powersgd), density=0.01 (topk), bits=4 (qsgd, maxmin), "

@@ -96,8 +96,42 @@ void BM_eigen_two_products(benchmark::State& st) {
   }
   set_rate(st);
 }
+
+// Exact best-rank-k errors (planning mode) for k = 1..8 on a p×p matrix with known singular
+// values σ_i = 0.97^i (slow decay, the hard case for subspace iteration); validated against
+// sqrt(Σ_{i>k} σ_i²) to 1e-5·‖A‖_F before timing. Built as Eigen's U·diag(σ)·Vᵀ from QR factors.
+void BM_exact_rank_errors(benchmark::State& st) {
+  const auto p = static_cast<std::int64_t>(st.range(0));
+  Eigen::MatrixXd gu(p, p), gv(p, p);
+  for (std::int64_t i = 0; i < p * p; ++i) {
+    gu.data()[i] = lgreco::rng::normal_at(7, 1, static_cast<std::uint64_t>(i));
+    gv.data()[i] = lgreco::rng::normal_at(7, 2, static_cast<std::uint64_t>(i));
+  }
+  const Eigen::MatrixXd u = Eigen::HouseholderQR<Eigen::MatrixXd>(gu).householderQ();
+  const Eigen::MatrixXd v = Eigen::HouseholderQR<Eigen::MatrixXd>(gv).householderQ();
+  Eigen::VectorXd sigma(p);
+  for (std::int64_t i = 0; i < p; ++i) sigma[i] = std::pow(0.97, static_cast<double>(i));
+  const Eigen::MatrixXd a = u * sigma.asDiagonal() * v.transpose();
+  const RowMat af = a.cast<float>();
+  const std::vector<float> m(af.data(), af.data() + p * p);
+  const double fro = sigma.norm();
+  auto r = cpu::exact_rank_errors(m, p, p, 1, 8);
+  for (int k = 1; k <= 8; ++k) {
+    const double expect = sigma.tail(p - k).norm();
+    if (!(std::fabs(r.errors[k - 1] - expect) <= 1e-5 * fro)) {
+      st.SkipWithError("exact rank error differs from the singular-value formula");
+      return;
+    }
+  }
+  for (auto _ : st) {
+    r = cpu::exact_rank_errors(m, p, p, 1, 8);
+    benchmark::DoNotOptimize(r.errors.data());
+  }
+  st.counters["iterations"] = r.iterations;
+}
 }  // namespace
 
+BENCHMARK(BM_exact_rank_errors)->Arg(256)->Arg(512)->Arg(1024)->Unit(benchmark::kMillisecond)->Iterations(2);
 BENCHMARK(BM_eigen_two_products)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_own_two_products)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_powersgd_step_rank4)->Unit(benchmark::kMillisecond);

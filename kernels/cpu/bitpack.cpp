@@ -18,13 +18,22 @@ namespace {
 #if LGRECO_PHILOX_AVX2
 // Converts the 4 output words of 8 blocks (one vector per word) to uniforms and stores them in
 // element order (block-major): u[4·b + w].
+// Uniform floats of 8 words (24 high bits × 2^-24), or the words themselves (kWords).
+template <bool kWords>
+__attribute__((target("avx2"), always_inline)) inline __m256 words_to_floats(__m256i c) {
+  if constexpr (kWords) {
+    return _mm256_castsi256_ps(c);
+  } else {
+    return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_srli_epi32(c, 8)), _mm256_set1_ps(1.0f / 16777216.0f));
+  }
+}
+
+// kWords: store the raw 32-bit words instead (moved through float registers bit for bit).
+template <bool kWords>
 __attribute__((target("avx2"), always_inline)) inline void store_uniforms8(__m256i c0, __m256i c1, __m256i c2, __m256i c3,
                                                                           float* u) {
-  const __m256 scale = _mm256_set1_ps(1.0f / 16777216.0f);
-  const __m256 f0 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_srli_epi32(c0, 8)), scale);
-  const __m256 f1 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_srli_epi32(c1, 8)), scale);
-  const __m256 f2 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_srli_epi32(c2, 8)), scale);
-  const __m256 f3 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_srli_epi32(c3, 8)), scale);
+  const __m256 f0 = words_to_floats<kWords>(c0), f1 = words_to_floats<kWords>(c1);
+  const __m256 f2 = words_to_floats<kWords>(c2), f3 = words_to_floats<kWords>(c3);
   // 4×8 → element order (block-major): transpose pairs, then 128-bit halves.
   const __m256 t0 = _mm256_unpacklo_ps(f0, f1), t1 = _mm256_unpackhi_ps(f0, f1);
   const __m256 t2 = _mm256_unpacklo_ps(f2, f3), t3 = _mm256_unpackhi_ps(f2, f3);
@@ -39,6 +48,7 @@ __attribute__((target("avx2"), always_inline)) inline void store_uniforms8(__m25
 
 // Eight Philox4x32-10 blocks at once (AVX2, selected at run time), bit-identical to rng::block_at:
 // uniforms of blocks b0..b0+7 written to u[0..31] in element order.
+template <bool kWords>
 __attribute__((target("avx2"))) void philox8_uniform(std::uint64_t seed, std::uint64_t stream, std::uint64_t b0, float* u) {
   const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
   const std::uint64_t b_lo = b0 & 0xFFFFFFFFu;
@@ -68,13 +78,14 @@ __attribute__((target("avx2"))) void philox8_uniform(std::uint64_t seed, std::ui
     k0 += 0x9E3779B9u;
     k1 += 0xBB67AE85u;
   }
-  store_uniforms8(c0, c1, c2, c3, u);
+  store_uniforms8<kWords>(c0, c1, c2, c3, u);
 }
 
 // GCC 12 warns about its own AVX-512 intrinsic headers (undefined placeholder operands).
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
 // Sixteen blocks at once (AVX-512F), same contract as philox8_uniform: u[0..63].
+template <bool kWords>
 __attribute__((target("avx512f,avx2"))) void philox16_uniform(std::uint64_t seed, std::uint64_t stream, std::uint64_t b0, float* u) {
   const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
   const std::uint32_t b_lo = static_cast<std::uint32_t>(b0);
@@ -104,9 +115,9 @@ __attribute__((target("avx512f,avx2"))) void philox16_uniform(std::uint64_t seed
     k0 += 0x9E3779B9u;
     k1 += 0xBB67AE85u;
   }
-  store_uniforms8(_mm512_castsi512_si256(c0), _mm512_castsi512_si256(c1), _mm512_castsi512_si256(c2),
+  store_uniforms8<kWords>(_mm512_castsi512_si256(c0), _mm512_castsi512_si256(c1), _mm512_castsi512_si256(c2),
                   _mm512_castsi512_si256(c3), u);
-  store_uniforms8(_mm512_extracti64x4_epi64(c0, 1), _mm512_extracti64x4_epi64(c1, 1), _mm512_extracti64x4_epi64(c2, 1),
+  store_uniforms8<kWords>(_mm512_extracti64x4_epi64(c0, 1), _mm512_extracti64x4_epi64(c1, 1), _mm512_extracti64x4_epi64(c2, 1),
                   _mm512_extracti64x4_epi64(c3, 1), u + 32);
 }
 #pragma GCC diagnostic pop
@@ -218,9 +229,9 @@ void fill_uniform(std::uint64_t seed, std::uint64_t stream, std::uint64_t first,
   for (; j < count && ((first + j) & 3u) != 0; ++j) u[j] = rng::uniform_at(seed, stream, first + j);
 #if LGRECO_PHILOX_AVX2
   if (have_avx512())
-    for (; j + 64 <= count; j += 64) philox16_uniform(seed, stream, (first + j) >> 2, u + j);
+    for (; j + 64 <= count; j += 64) philox16_uniform<false>(seed, stream, (first + j) >> 2, u + j);
   if (have_avx2())
-    for (; j + 32 <= count; j += 32) philox8_uniform(seed, stream, (first + j) >> 2, u + j);
+    for (; j + 32 <= count; j += 32) philox8_uniform<false>(seed, stream, (first + j) >> 2, u + j);
 #endif
   for (; j + 4 <= count; j += 4) {
     const rng::Block b = rng::block_at(seed, stream, (first + j) >> 2);
@@ -230,6 +241,27 @@ void fill_uniform(std::uint64_t seed, std::uint64_t stream, std::uint64_t first,
     u[j + 3] = rng::word_to_unit_float(b.v[3]);
   }
   for (; j < count; ++j) u[j] = rng::uniform_at(seed, stream, first + j);
+}
+
+}  // namespace lgreco::kernels::cpu
+
+namespace lgreco::kernels::cpu {
+
+void fill_bits(std::uint64_t seed, std::uint64_t stream, std::uint64_t first, std::uint64_t count, std::uint32_t* w) {
+  std::uint64_t j = 0;
+  for (; j < count && ((first + j) & 3u) != 0; ++j) w[j] = rng::bits_at(seed, stream, first + j);
+#if LGRECO_PHILOX_AVX2
+  float* wf = reinterpret_cast<float*>(w);  // raw words stored through float registers, bit for bit
+  if (have_avx512())
+    for (; j + 64 <= count; j += 64) philox16_uniform<true>(seed, stream, (first + j) >> 2, wf + j);
+  if (have_avx2())
+    for (; j + 32 <= count; j += 32) philox8_uniform<true>(seed, stream, (first + j) >> 2, wf + j);
+#endif
+  for (; j + 4 <= count; j += 4) {
+    const rng::Block b = rng::block_at(seed, stream, (first + j) >> 2);
+    for (int l = 0; l < 4; ++l) w[j + l] = b.v[l];
+  }
+  for (; j < count; ++j) w[j] = rng::bits_at(seed, stream, first + j);
 }
 
 }  // namespace lgreco::kernels::cpu

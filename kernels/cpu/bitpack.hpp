@@ -15,4 +15,7 @@ void unpack_run(const std::uint8_t* bytes, std::uint64_t first, std::uint64_t co
 /// u[j] = rng::uniform_at(seed, stream, first + j) for j < count, computed block-wise.
 void fill_uniform(std::uint64_t seed, std::uint64_t stream, std::uint64_t first, std::uint64_t count, float* u);
 
+/// w[j] = rng::bits_at(seed, stream, first + j) for j < count, computed block-wise.
+void fill_bits(std::uint64_t seed, std::uint64_t stream, std::uint64_t first, std::uint64_t count, std::uint32_t* w);
+
 }  // namespace lgreco::kernels::cpu

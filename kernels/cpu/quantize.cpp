@@ -86,8 +86,12 @@ LGRECO_CPU_CLONES void qsgd_decode_run(const std::uint16_t* c, std::uint64_t n, 
 
 LGRECO_CPU_CLONES void nuqsgd_codes(const float* v, std::uint64_t n, float norm, int s, int mbits, const float* u,
                                     std::uint16_t* codes) noexcept {
+  if (norm == 0.0f) {  // all-zero bucket: index 0, code 0 (no sign for zero magnitudes)
+    for (std::uint64_t j = 0; j < n; ++j) codes[j] = 0;
+    return;
+  }
   for (std::uint64_t j = 0; j < n; ++j)
-    codes[j] = static_cast<std::uint16_t>(nuqsgd_code(v[j], nuqsgd_index(v[j], norm, s, u[j]), mbits));
+    codes[j] = static_cast<std::uint16_t>(nuqsgd_code(v[j], nuqsgd_index_nonzero_norm(v[j], norm, s, u[j]), mbits));
 }
 
 LGRECO_CPU_CLONES void nuqsgd_decode_run(const std::uint16_t* c, std::uint64_t n, int s, int mbits, float norm,
@@ -111,6 +115,18 @@ LGRECO_CPU_CLONES void sign_bytes(const float* v, std::uint64_t m, std::uint8_t*
 
 LGRECO_CPU_CLONES void sign_decode_run(const std::uint16_t* c, std::uint64_t n, float sc, float* o) noexcept {
   for (std::uint64_t j = 0; j < n; ++j) o[j] = c[j] ? sc : -sc;
+}
+
+// Prefetches the next bucket while this one is processed: the bucket loops alternate one DRAM
+// read (norm / min-max) with compute on L1-resident data (draws, levels, packing), so issuing the
+// next bucket's loads early overlaps the two.
+inline void prefetch_next(const float* x, std::uint64_t start, std::uint64_t d, std::uint64_t n) {
+  // Distance: 8 KiB ahead or one bucket, whichever is further (small buckets finish quickly).
+  const std::uint64_t ahead = std::max<std::uint64_t>(d, 2048);
+  const std::uint64_t next = start + ahead;
+  if (next >= n) return;
+  const std::uint64_t end = std::min(n, next + d);
+  for (std::uint64_t i = next; i < end; i += 16) __builtin_prefetch(x + i, 0, 3);
 }
 
 void zero(std::span<std::uint8_t> codes) { std::memset(codes.data(), 0, codes.size()); }
@@ -158,6 +174,7 @@ void maxmin_compress(std::span<const float> x, const MaxMinParams& p, std::uint6
   for (std::uint64_t b = 0, start = 0; start < n; ++b, start += d) {
     const std::uint64_t cnt = std::min(d, n - start);
     const float* v = x.data() + start;
+    prefetch_next(x.data(), start, d, n);
     float mn, mx;
     ordered_minmax(v, cnt, mn, mx);
     const float unit = maxmin_unit(mn, mx, p.bits);
@@ -195,6 +212,7 @@ std::uint64_t qsgd_compress(std::span<const float> x, const QsgdParams& p, std::
   for (std::uint64_t b = 0, start = 0; start < n; ++b, start += d) {
     const std::uint64_t cnt = std::min(d, n - start);
     const float* v = x.data() + start;
+    prefetch_next(x.data(), start, d, n);
     float norm;
     if (p.norm == QsgdNorm::kL2) {
       norm = bucket_l2_norm({v, cnt});
@@ -237,6 +255,7 @@ void sign_compress(std::span<const float> x, const SignParams& p, std::span<std:
   for (std::uint64_t b = 0, start = 0; start < n; ++b, start += d) {
     const std::uint64_t cnt = std::min(d, n - start);
     const float* v = x.data() + start;
+    prefetch_next(x.data(), start, d, n);
     scales[b] = bucket_l1_mean({v, cnt});
     std::uint64_t j = 0;
     if ((start & 7u) == 0) {
@@ -301,6 +320,7 @@ void nuqsgd_compress(std::span<const float> x, const NuqsgdParams& p, std::uint6
   for (std::uint64_t b = 0, start = 0; start < n; ++b, start += d) {
     const std::uint64_t cnt = std::min(d, n - start);
     const float* v = x.data() + start;
+    prefetch_next(x.data(), start, d, n);
     const float norm = bucket_l2_norm({v, cnt});
     norms[b] = norm;
     fill_uniform(seed, stream, start, cnt, sc.u.data());

@@ -4,9 +4,11 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <functional>
 
 #include "core/error.hpp"
 #include "core/rng.hpp"
+#include "kernels/cpu/bitpack.hpp"
 
 namespace lgreco::kernels::cpu {
 namespace {
@@ -36,7 +38,7 @@ inline std::pair<std::uint32_t, std::uint64_t> find_digit(const std::uint32_t* h
 // Radix select over n keys given by key_at(i). When kCollect, also produces the increasing indices
 // of the top k (ties → lower index).
 template <bool kCollect, typename KeyAt>
-KthKey select_impl(std::uint64_t n, std::uint64_t k, KeyAt key_at, std::vector<std::uint32_t>* out) {
+KthKey select_core(std::uint64_t n, std::uint64_t k, KeyAt key_at, std::vector<std::uint32_t>* out) {
   // Pass 1: histogram of digit 1. Four sub-histograms break the store-to-load chain on ties.
   std::vector<std::uint32_t> h4(4 * 2048, 0);
   std::uint64_t i = 0;
@@ -53,14 +55,13 @@ KthKey select_impl(std::uint64_t n, std::uint64_t k, KeyAt key_at, std::vector<s
 
   // Pass 2: compact the candidates (digit 1 == d1) with a digit-2 histogram; collect indices above.
   // Sizes are known from pass 1, so the buffers are filled by index. Most elements are below d1:
-  // a vectorisable "any at or above d1" test over 16 keys skips them in bulk.
+  // a vectorisable "any at or above d1" test skips 16 at a time.
   std::vector<Candidate> cand(hist[d1]);
   std::vector<std::uint32_t> above_idx(kCollect ? above1 : 0);
   std::size_t nc = 0, na = 0;
   std::array<std::uint32_t, 2048> hist2{};
   const std::uint32_t lo_key = d1 << kShift1;
-  auto visit = [&](std::uint64_t j) {
-    const std::uint32_t key = key_at(j);
+  auto visit = [&](std::uint32_t key, std::uint64_t j) {
     const std::uint32_t d = key >> kShift1;
     if (d == d1) {
       cand[nc++] = {key, static_cast<std::uint32_t>(j)};
@@ -74,9 +75,9 @@ KthKey select_impl(std::uint64_t n, std::uint64_t k, KeyAt key_at, std::vector<s
     std::uint32_t any = 0;
     for (int l = 0; l < 16; ++l) any |= key_at(j + l) >= lo_key ? 1u : 0u;
     if (any)
-      for (int l = 0; l < 16; ++l) visit(j + l);
+      for (int l = 0; l < 16; ++l) visit(key_at(j + l), j + l);
   }
-  for (; j < n; ++j) visit(j);
+  for (; j < n; ++j) visit(key_at(j), j);
   const std::uint64_t k2 = k - above1;
   const auto [d2, above2] = find_digit(hist2.data(), 2048, k2);
   const std::uint64_t k3 = k2 - above2;
@@ -104,6 +105,49 @@ KthKey select_impl(std::uint64_t n, std::uint64_t k, KeyAt key_at, std::vector<s
     std::merge(above_idx.begin(), above_idx.end(), picked.begin(), picked.end(), out->begin());
   }
   return r;
+}
+
+// Sampled prefilter for large inputs: a strided sample of kSample keys gives a key bound g with
+// (almost surely) at least k keys ≥ g in the full input; one vectorised pass keeps the keys ≥ g
+// with their indices (in index order), and the radix select runs on that short list. Since every
+// key ≥ the k-th largest is then in the list (and in index order), the result is exactly the full
+// selection; if fewer than k keys pass, the plain two-pass select runs on everything.
+template <bool kCollect, typename KeyAt>
+KthKey select_impl(std::uint64_t n, std::uint64_t k, KeyAt key_at, std::vector<std::uint32_t>* out) {
+  constexpr std::uint64_t kSample = 1u << 14;
+  if (n >= 64 * kSample && k <= n / 16) {
+    std::vector<std::uint32_t> sample(kSample);
+    const std::uint64_t stride = n / kSample;
+    for (std::uint64_t t = 0; t < kSample; ++t) sample[t] = key_at(t * stride);
+    // Expected sample count above the k-th largest: k·S/n; take 1.25× plus 4 sd plus 16.
+    const double share = static_cast<double>(k) * static_cast<double>(kSample) / static_cast<double>(n);
+    const auto want = std::min<std::uint64_t>(kSample, static_cast<std::uint64_t>(1.25 * share + 4.0 * std::sqrt(share) + 16.0));
+    std::nth_element(sample.begin(), sample.begin() + static_cast<std::ptrdiff_t>(want - 1), sample.end(),
+                     std::greater<std::uint32_t>());
+    const std::uint32_t g = sample[want - 1];
+    std::vector<Candidate> list;
+    list.reserve(static_cast<std::size_t>(2.0 * static_cast<double>(want) * static_cast<double>(stride)));
+    std::uint64_t j = 0;
+    for (; j + 8 <= n; j += 8) {
+      std::uint32_t any = 0;
+      for (int l = 0; l < 8; ++l) any |= key_at(j + l) >= g ? 1u : 0u;
+      if (any)
+        for (int l = 0; l < 8; ++l)
+          if (key_at(j + l) >= g) list.push_back({key_at(j + l), static_cast<std::uint32_t>(j + l)});
+    }
+    for (; j < n; ++j)
+      if (key_at(j) >= g) list.push_back({key_at(j), static_cast<std::uint32_t>(j)});
+    if (list.size() >= k) {
+      const Candidate* lp = list.data();
+      std::vector<std::uint32_t> local;
+      const KthKey r = select_core<kCollect>(list.size(), k, [lp](std::uint64_t i) { return lp[i].key; }, &local);
+      if constexpr (kCollect)
+        for (auto& idx : local) idx = list[idx].index;
+      if (kCollect) *out = std::move(local);
+      return r;
+    }
+  }
+  return select_core<kCollect>(n, k, key_at, out);
 }
 
 void check_sizes(std::uint64_t n, std::uint64_t k, bool allow_zero, const char* what) {
@@ -192,15 +236,8 @@ void randomk_indices(std::uint64_t n, std::uint64_t k, std::uint64_t seed, std::
   if (k == 0) return;
   // Smallest words first: select the k largest of ~word.
   std::vector<std::uint32_t> keys(n);
-  std::uint64_t i = 0;
-  for (; i + 4 <= n; i += 4) {
-    const rng::Block b = rng::block_at(seed, stream, i >> 2);
-    keys[i] = ~b.v[0];
-    keys[i + 1] = ~b.v[1];
-    keys[i + 2] = ~b.v[2];
-    keys[i + 3] = ~b.v[3];
-  }
-  for (; i < n; ++i) keys[i] = ~rng::bits_at(seed, stream, i);
+  fill_bits(seed, stream, 0, n, keys.data());
+  for (auto& w : keys) w = ~w;
   const std::uint32_t* kp = keys.data();
   select_impl<true>(n, k, [kp](std::uint64_t j) { return kp[j]; }, &indices);
 }

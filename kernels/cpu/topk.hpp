@@ -9,7 +9,10 @@
 /// bits [31:21] (11 bits), [20:10] (11 bits), [9:0] (10 bits). Pass 1 histograms digit 1 over all
 /// elements and finds the digit of the k-th largest; pass 2 copies the elements whose digit 1
 /// matches (the candidates, with their indices) and records the indices of those above it; the last
-/// two digits are resolved on the candidates only. Result: the exact k-th largest key, the same
+/// two digits are resolved on the candidates only. (For n ≥ 2^20 and k ≤ n/16 the CPU version first
+/// keeps, in one vectorised pass, the keys at or above a bound taken from a strided sample, and runs
+/// the select on that short list when it holds at least k keys; this changes the speed, never the
+/// result.) Result: the exact k-th largest key, the same
 /// |x| that std::nth_element(..., greater) puts at position k − 1.
 ///
 /// Top-k selection and ties: every element with key > T (T = k-th largest key) and the

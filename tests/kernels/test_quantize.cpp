@@ -103,8 +103,11 @@ TEST_CASE("max-min: hand-derived cases", "[quant][maxmin]") {
 
 TEST_CASE("max-min, QSGD, NUQSGD, TernGrad are unbiased over seeds", "[quant][unbiased]") {
   // Each element's decoded value is a two-point random variable between neighbouring levels a ≤ x
-  // ≤ b with E = x; its sd ≤ (b − a)/2 ≤ step/2. The mean of T independent draws deviates from x by
-  // more than 6·step/(2√T) with probability < 2e-9 (Chebyshev-free: Hoeffding, exp(−2·36)·2).
+  // ≤ b with E = x (unbiased), range b − a ≤ step (variance ≤ step²/4). By Hoeffding, the mean of
+  // T independent draws deviates from x by t = 3·step/√T with probability ≤ 2·exp(−2T t²/step²) =
+  // 2·exp(−18) ≈ 3e-8 per element; over 4 methods × 300 elements a false alarm has probability
+  // < 5e-5 (and the seeds are fixed, so the outcome is reproducible). Steps: QSGD norm/s, max-min
+  // unit, NUQSGD at most norm/2 (between 1/2 and 1), TernGrad s = max|g| (bounded here by 2s).
   const std::uint64_t n = 300;
   const int T = 2000;
   const auto x = make_input(n, Dist::kNormal, 3);
@@ -240,9 +243,38 @@ TEST_CASE("block-wise uniforms equal rng::uniform_at element by element", "[quan
     for (std::uint64_t count : {0ull, 5ull, 31ull, 32ull, 33ull, 100ull, 1000ull}) {
       std::vector<float> u(count);
       cpu::fill_uniform(12345678901ull, rng::stream_of(9, 4), first, count, u.data());
+      std::vector<std::uint32_t> w(count);
+      cpu::fill_bits(12345678901ull, rng::stream_of(9, 4), first, count, w.data());
       for (std::uint64_t j = 0; j < count; ++j) {
         CAPTURE(first, count, j);
         REQUIRE(same_bits(u[j], rng::uniform_at(12345678901ull, rng::stream_of(9, 4), first + j)));
+        REQUIRE(w[j] == rng::bits_at(12345678901ull, rng::stream_of(9, 4), first + j));
       }
     }
+}
+
+TEST_CASE("NUQSGD index equals the level search written out directly", "[quant][nuqsgd]") {
+  // Reference: levels L_0 = 0, L_j = 2^(j−s−1); find the interval [L_j, L_{j+1}] of r = |v|/norm
+  // by scanning, then round up with probability (r − L_j)/(L_{j+1} − L_j); r ≥ 1 → s + 1.
+  for (int s : {1, 2, 4, 7, 30}) {
+    std::vector<float> lv(s + 2, 0.0f);
+    for (int j = 1; j <= s + 1; ++j) lv[j] = std::ldexp(1.0f, j - s - 1);
+    for (std::uint64_t i = 0; i < 20000; ++i) {
+      const float norm = 1.0f + rng::uniform_at(5, 1, i) * 3.0f;
+      const float v = (rng::uniform_at(5, 2, i) * 2.0f - 1.0f) * norm * (i % 7 == 0 ? 1e-6f : 1.0f) * (i % 11 == 0 ? 1.5f : 1.0f);
+      const float u = rng::uniform_at(5, 3, i);
+      const float r = std::fabs(v) / norm;
+      std::uint32_t expect;
+      if (r >= 1.0f) {
+        expect = s + 1;
+      } else {
+        int j = 0;
+        while (j + 1 <= s && lv[j + 1] <= r) ++j;
+        const float p = (r - lv[j]) / (lv[j + 1] - lv[j]);
+        expect = j + (u < p ? 1 : 0);
+      }
+      CAPTURE(s, v, norm, r, u);
+      REQUIRE(nuqsgd_index(v, norm, s, u) == expect);
+    }
+  }
 }

@@ -134,3 +134,29 @@ TEST_CASE("random-k indices: k distinct, increasing, shared by seed, uniform inc
     REQUIRE(std::fabs(hits[i] - mean) <= 6 * sd);
   }
 }
+
+TEST_CASE("top-k on large inputs: sampled-bound path and its fallback give the exact answer", "[topk]") {
+  // n ≥ 2^20 and k ≤ n/16 enable the sampled prefilter (see topk.cpp). Normal, heavy-tailed and
+  // tied inputs exercise the short-list path (k = n/4 the plain path); the adversarial input below
+  // puts 50 huge values exactly on the sampled positions (every 64th element) with k = 100, so the
+  // sample overestimates the threshold, fewer than k keys pass, and the plain select must run.
+  const std::uint64_t n = std::uint64_t{1} << 20;
+  for (Dist d : {Dist::kNormal, Dist::kHeavyTailed, Dist::kManyTies, Dist::kAllEqual}) {
+    const auto x = make_input(n, d, 77);
+    for (std::uint64_t k : {std::uint64_t{1}, std::uint64_t{10486}, n / 4}) {
+      CAPTURE(dist_name(d), k);
+      std::vector<std::uint32_t> idx;
+      cpu::topk_exact(x, k, idx);
+      REQUIRE(idx == brute_topk(x, k));
+    }
+  }
+  auto x = make_input(n, Dist::kNormal, 78);
+  for (std::uint64_t t = 0; t < 50; ++t) x[t * 64] = 1000.0f + static_cast<float>(t);
+  std::vector<std::uint32_t> idx;
+  cpu::topk_exact(x, 100, idx);
+  REQUIRE(idx == brute_topk(x, 100));
+  const cpu::KthKey r = cpu::radix_select_abs(x, 100);
+  float t;
+  std::memcpy(&t, &r.key, sizeof t);
+  CHECK(t == nth_abs(x, 100));
+}

@@ -77,6 +77,8 @@ def test_tables_reusable_by_plan_tables(planned, lgreco):
 
 
 def test_simulate_with_schedule(planned, lgreco):
+    if "simulate" not in lgreco("--list-commands", check=True).stdout.split("\n"):
+        pytest.skip("this build has no `simulate` command yet")
     p = lgreco("simulate", "--schedule", planned["schedule"], "--topology", TOPO)
     assert p.returncode == 0, p.stderr
 

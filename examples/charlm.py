@@ -1,0 +1,185 @@
+"""A small character-level transformer language model trained with DDP (gloo, CPU processes) on
+the licence texts every Debian system ships in /usr/share/common-licenses (package base-files).
+
+    /usr/bin/python3 examples/charlm.py --steps 300 --metrics out/base.json [--record out/trace.h5]
+    /usr/bin/python3 examples/charlm.py --steps 300 --schedule schedule.json --metrics out/run.json
+
+Every run attaches lgreco's ScheduleHook (an all-"none" schedule when --schedule is not given,
+which is bit-identical to DDP's own allreduce), so the bytes each rank sends are counted. Rank 0
+writes the metrics JSON: mean training loss of the last 20 steps, held-out loss, bytes per step.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import pathlib
+import sys
+import tempfile
+import time
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+import torch.nn as nn
+import torch.nn.functional as F
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "python"))
+from lgreco import Schedule, ScheduleHook, TraceRecorder, make_schedule  # noqa: E402
+
+CORPUS_DIR = pathlib.Path("/usr/share/common-licenses")
+
+
+def load_corpus(directory: pathlib.Path = CORPUS_DIR) -> str:
+    """All regular files (symlinks resolved once), sorted by name, concatenated."""
+    seen, parts = set(), []
+    for p in sorted(directory.iterdir()):
+        real = p.resolve()
+        if real.is_file() and real not in seen:
+            seen.add(real)
+            parts.append(real.read_text(encoding="utf-8", errors="replace"))
+    if not parts:
+        raise RuntimeError(f"no text found in {directory}")
+    return "\n".join(parts)
+
+
+class Block(nn.Module):
+    def __init__(self, d: int, heads: int):
+        super().__init__()
+        self.heads = heads
+        self.ln1 = nn.LayerNorm(d)
+        self.qkv = nn.Linear(d, 3 * d)
+        self.proj = nn.Linear(d, d)
+        self.ln2 = nn.LayerNorm(d)
+        self.fc = nn.Linear(d, 4 * d)
+        self.out = nn.Linear(4 * d, d)
+
+    def forward(self, x):
+        B, T, D = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(D, dim=2)
+        q, k, v = (t.view(B, T, self.heads, D // self.heads).transpose(1, 2) for t in (q, k, v))
+        att = (q @ k.transpose(-1, -2)) / math.sqrt(D // self.heads)
+        mask = torch.ones(T, T, dtype=torch.bool).triu(1)
+        att = att.masked_fill(mask, float("-inf")).softmax(-1)
+        x = x + self.proj((att @ v).transpose(1, 2).reshape(B, T, D))
+        return x + self.out(F.gelu(self.fc(self.ln2(x))))
+
+
+class CharLM(nn.Module):
+    def __init__(self, vocab: int, d: int = 48, layers: int = 2, heads: int = 4, ctx: int = 32):
+        super().__init__()
+        self.tok_emb = nn.Embedding(vocab, d)
+        self.pos_emb = nn.Parameter(torch.zeros(ctx, d))
+        self.blocks = nn.ModuleList(Block(d, heads) for _ in range(layers))
+        self.ln_f = nn.LayerNorm(d)
+        self.head = nn.Linear(d, vocab)
+
+    def forward(self, idx):
+        x = self.tok_emb(idx) + self.pos_emb[: idx.shape[1]]
+        for b in self.blocks:
+            x = b(x)
+        return self.head(self.ln_f(x))
+
+
+def batches(data: torch.Tensor, seed: int, rank: int, step: int, batch: int, ctx: int):
+    g = torch.Generator().manual_seed(seed * 1_000_003 + step * 101 + rank)
+    starts = torch.randint(0, data.numel() - ctx - 1, (batch,), generator=g)
+    x = torch.stack([data[s: s + ctx] for s in starts.tolist()])
+    y = torch.stack([data[s + 1: s + ctx + 1] for s in starts.tolist()])
+    return x, y
+
+
+def worker(rank: int, world: int, args, rendezvous: str):
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"file://{rendezvous}", rank=rank, world_size=world)
+    text = load_corpus()
+    chars = sorted(set(text))
+    index = {c: i for i, c in enumerate(chars)}
+    data = torch.tensor([index[c] for c in text], dtype=torch.long)
+    split = int(0.9 * data.numel())
+    train, held = data[:split], data[split:]
+    torch.manual_seed(args.seed)
+    model = CharLM(len(chars), d=args.d_model, layers=args.layers, ctx=args.ctx)
+    ddp = nn.parallel.DistributedDataParallel(model)
+    shapes = {n: tuple(p.shape) for n, p in model.named_parameters()}
+    if args.schedule:
+        schedule = Schedule.load(args.schedule)
+    else:
+        schedule = Schedule(make_schedule([(0, None, "uniform", {n: {"method": "none"} for n in shapes})],
+                                          shapes, model="charlm", world_size=world))
+    hook = ScheduleHook(ddp, schedule).register(ddp)
+    rec = None
+    if args.record:
+        rec = TraceRecorder(ddp, args.record, every=args.every, burst=args.burst, start=args.record_start,
+                            dtype=args.dtype, model_name="charlm", hook=hook, overwrite=args.force)
+    opt = torch.optim.Adam(model.parameters(), lr=args.lr)
+    losses = []
+    t0 = time.perf_counter()
+    for step in range(args.steps):
+        lr = args.lr * min(1.0, (step + 1) / 20)
+        for gr in opt.param_groups:
+            gr["lr"] = lr
+        if rec:
+            rec.begin_step(step)
+        x, y = batches(train, args.seed, rank, step, args.batch, args.ctx)
+        loss = F.cross_entropy(ddp(x).reshape(-1, len(chars)), y.reshape(-1))
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        if rec:
+            rec.end_step(loss=loss.item(), lr=lr)
+        opt.step()
+        losses.append(loss.item())
+    wall = time.perf_counter() - t0
+    if rec:
+        rec.close()
+    model.eval()
+    with torch.no_grad():
+        ev = [F.cross_entropy(model(x).reshape(-1, len(chars)), y.reshape(-1)).item()
+              for x, y in (batches(held, 12345, 0, i, 32, args.ctx) for i in range(8))]
+    if rank == 0 and args.metrics:
+        bytes_steps = [hook.bytes_sent_per_step[s] for s in sorted(hook.bytes_sent_per_step)]
+        out = {"steps": args.steps, "world_size": world, "schedule": args.schedule,
+               "train_loss_last20": sum(losses[-20:]) / len(losses[-20:]), "eval_loss": sum(ev) / len(ev),
+               "bytes_total": sum(bytes_steps), "bytes_per_step_mean": sum(bytes_steps) / len(bytes_steps),
+               "bytes_last_step": bytes_steps[-1],
+               "predicted_bytes_last_step": hook.predicted_bytes_per_step(args.steps - 1),
+               "wall_s": wall, "hook_s": hook.busy_s, "params": sum(p.numel() for p in model.parameters()),
+               "losses": losses}
+        pathlib.Path(args.metrics).parent.mkdir(parents=True, exist_ok=True)
+        pathlib.Path(args.metrics).write_text(json.dumps(out, indent=1))
+    dist.destroy_process_group()
+
+
+def parse(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--steps", type=int, default=300)
+    ap.add_argument("--world-size", type=int, default=2)
+    ap.add_argument("--schedule")
+    ap.add_argument("--record", help="write a trace of local gradients here")
+    ap.add_argument("--every", type=int, default=100)
+    ap.add_argument("--burst", type=int, default=10)
+    ap.add_argument("--record-start", type=int, default=0)
+    ap.add_argument("--dtype", default="float32", choices=["float32", "float16", "bfloat16"])
+    ap.add_argument("--metrics", help="rank 0 writes a metrics JSON here")
+    ap.add_argument("--force", action="store_true", help="overwrite an existing trace")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--lr", type=float, default=3e-3)
+    ap.add_argument("--batch", type=int, default=16)
+    ap.add_argument("--ctx", type=int, default=32)
+    ap.add_argument("--d-model", type=int, default=48)
+    ap.add_argument("--layers", type=int, default=2)
+    return ap.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse(argv)
+    if args.record and pathlib.Path(args.record).exists() and not args.force:
+        sys.exit(f"charlm: error: trace {args.record} exists (use --force to overwrite)")
+    with tempfile.TemporaryDirectory() as tmp:
+        mp.spawn(worker, args=(args.world_size, args, os.path.join(tmp, "rendezvous")),
+                 nprocs=args.world_size, join=True)
+
+
+if __name__ == "__main__":
+    main()

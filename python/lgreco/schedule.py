@@ -1,0 +1,208 @@
+"""Schedule files (JSON, kind "lgreco-schedule"): loading, validation and phase lookup.
+
+A schedule has phases over training steps; each phase maps every parameter name of the model to a
+method. Steps outside every phase use "none". Validation is structural (this module) and, when the
+repository's schemas/schedule.schema.json is present, also against that JSON Schema.
+"""
+from __future__ import annotations
+
+import bisect
+import json
+import math
+import pathlib
+from dataclasses import dataclass
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+
+from .methods import Method, ScheduleError, parse_method, wire_bytes
+
+NONE = Method("none", {})
+_TOP_KEYS = {"schema_version", "kind", "model", "world_size", "family", "engine", "seed", "phases",
+             "buckets", "predicted", "config", "provenance"}
+_PHASE_KEYS = {"start_step", "end_step", "label", "layers", "predicted"}
+SCHEMA_PATH = pathlib.Path(__file__).resolve().parents[2] / "schemas" / "schedule.schema.json"
+
+
+@dataclass(frozen=True)
+class Phase:
+    """Steps [start_step, end_step) (end_step None = open) and the method of every parameter."""
+
+    start_step: int
+    end_step: Optional[int]
+    label: str
+    layers: Mapping[str, Method]
+    predicted_bytes_per_step: Optional[int]
+
+    def bytes_per_step(self, shapes: Mapping[str, Sequence[int]]) -> int:
+        """Σ over parameters of the method's wire bytes (the contract's phase prediction)."""
+        return sum(wire_bytes(self.layers[name], shape) for name, shape in shapes.items())
+
+
+class Schedule:
+    """A validated schedule. `phase_at(step)` returns the Phase in force (or None)."""
+
+    def __init__(self, doc: Mapping[str, Any], source: str = "schedule"):
+        self.source = source
+        self.doc = doc
+        self.seed = int(doc.get("seed", 0))
+        self.world_size = doc.get("world_size")
+        self.phases = _parse_phases(doc, source)
+        self._starts = [p.start_step for p in self.phases]
+
+    @classmethod
+    def load(cls, path: str | pathlib.Path) -> "Schedule":
+        """Reads and validates a schedule file (JSON Schema too when the schema file exists)."""
+        path = pathlib.Path(path)
+        try:
+            doc = json.loads(path.read_text())
+        except json.JSONDecodeError as e:
+            raise ScheduleError(f"schedule {path}: malformed JSON: {e}") from None
+        validate_with_schema(doc, str(path))
+        return cls(doc, str(path))
+
+    def phase_at(self, step: int) -> Optional[Phase]:
+        i = bisect.bisect_right(self._starts, step) - 1
+        if i < 0:
+            return None
+        ph = self.phases[i]
+        return ph if ph.end_step is None or step < ph.end_step else None
+
+    def method_at(self, step: int, name: str) -> Method:
+        ph = self.phase_at(step)
+        return NONE if ph is None else ph.layers[name]
+
+    def check_parameters(self, names: Iterable[str]) -> None:
+        """Every model parameter appears in every phase, and no phase names an unknown one."""
+        names = list(names)
+        known = set(names)
+        for i, ph in enumerate(self.phases):
+            missing = [n for n in names if n not in ph.layers]
+            extra = sorted(set(ph.layers) - known)
+            if missing:
+                raise ScheduleError(f"{self.source}: phases[{i}].layers lacks parameter(s) {missing[:5]}"
+                                    f"{' ...' if len(missing) > 5 else ''} (every parameter must appear)")
+            if extra:
+                raise ScheduleError(f"{self.source}: phases[{i}].layers names unknown parameter(s) "
+                                    f"{extra[:5]}; the model has {len(names)} parameters")
+
+    def prediction_mismatches(self, shapes: Mapping[str, Sequence[int]]) -> List[Tuple[int, int, int]]:
+        """(phase index, predicted, computed) for every phase whose predicted.bytes_per_step differs."""
+        out = []
+        for i, ph in enumerate(self.phases):
+            if ph.predicted_bytes_per_step is not None:
+                got = ph.bytes_per_step(shapes)
+                if got != ph.predicted_bytes_per_step:
+                    out.append((i, ph.predicted_bytes_per_step, got))
+        return out
+
+
+def validate_with_schema(doc: Any, source: str) -> bool:
+    """Validates against schemas/schedule.schema.json when present; returns whether it ran."""
+    if not SCHEMA_PATH.exists():
+        return False
+    import jsonschema
+
+    schema = json.loads(SCHEMA_PATH.read_text())
+    errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(doc) if hasattr(
+        jsonschema, "Draft202012Validator") else jsonschema.Draft7Validator(schema).iter_errors(doc),
+        key=lambda e: list(e.path))
+    if errors:
+        e = errors[0]
+        where = "/".join(map(str, e.path)) or "(root)"
+        raise ScheduleError(f"{source}: field '{where}': {e.message} (schema {SCHEMA_PATH.name})")
+    return True
+
+
+def _int(source: str, where: str, v: Any, lo: int = 0) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or v < lo:
+        raise ScheduleError(f"{source}: field '{where}' = {v!r}, expected an integer >= {lo}")
+    return v
+
+
+def _parse_phases(doc: Mapping[str, Any], source: str) -> List[Phase]:
+    if not isinstance(doc, dict):
+        raise ScheduleError(f"{source}: expected a JSON object at the root")
+    unknown = set(doc) - _TOP_KEYS
+    if unknown:
+        raise ScheduleError(f"{source}: unknown key(s) {sorted(unknown)}")
+    if doc.get("schema_version") != 1:
+        raise ScheduleError(f"{source}: field 'schema_version' = {doc.get('schema_version')!r}, expected 1")
+    if doc.get("kind") != "lgreco-schedule":
+        raise ScheduleError(f"{source}: field 'kind' = {doc.get('kind')!r}, expected 'lgreco-schedule'")
+    if "seed" in doc:
+        _int(source, "seed", doc["seed"])
+    raw = doc.get("phases")
+    if not isinstance(raw, list) or not raw:
+        raise ScheduleError(f"{source}: field 'phases' must be a non-empty array")
+    phases: List[Phase] = []
+    for i, ph in enumerate(raw):
+        w = f"phases[{i}]"
+        if not isinstance(ph, dict):
+            raise ScheduleError(f"{source}: field '{w}' must be an object")
+        unknown = set(ph) - _PHASE_KEYS
+        if unknown:
+            raise ScheduleError(f"{source}: {w}: unknown key(s) {sorted(unknown)}")
+        start = _int(source, f"{w}.start_step", ph.get("start_step"))
+        end = ph.get("end_step")
+        if end is not None:
+            _int(source, f"{w}.end_step", end)
+            if end <= start:
+                raise ScheduleError(f"{source}: field '{w}.end_step' = {end}, expected > start_step {start}")
+        elif i != len(raw) - 1:
+            raise ScheduleError(f"{source}: field '{w}.end_step' is null but it is not the last phase")
+        if phases and start != phases[-1].end_step:
+            raise ScheduleError(f"{source}: field '{w}.start_step' = {start}, expected {phases[-1].end_step} "
+                                "(phases must be contiguous and in order)")
+        layers = ph.get("layers")
+        if not isinstance(layers, dict) or not layers:
+            raise ScheduleError(f"{source}: field '{w}.layers' must be a non-empty object")
+        parsed = {name: parse_method(m, f"{source}: {w}.layers['{name}']") for name, m in layers.items()}
+        pred = ph.get("predicted") or {}
+        if not isinstance(pred, dict):
+            raise ScheduleError(f"{source}: field '{w}.predicted' must be an object")
+        pb = pred.get("bytes_per_step")
+        if isinstance(pb, float) and pb.is_integer():
+            pb = int(pb)  # the schema types byte counts as JSON numbers; 77528.0 is 77528
+        if pb is not None:
+            _int(source, f"{w}.predicted.bytes_per_step", pb)
+        label = ph.get("label", "")
+        if not isinstance(label, str):
+            raise ScheduleError(f"{source}: field '{w}.label' = {label!r}, expected a string")
+        phases.append(Phase(start, end, label, parsed, pb))
+    return phases
+
+
+def make_schedule(phases: Sequence[Tuple[int, Optional[int], str, Mapping[str, Mapping[str, Any]]]],
+                  shapes: Mapping[str, Sequence[int]], *, model: str = "", world_size: int = 1,
+                  family: str = "powersgd", engine: str = "uniform", seed: int = 0,
+                  buckets: Optional[Sequence[Sequence[str]]] = None,
+                  phase_errors: Optional[Sequence[Optional[float]]] = None,
+                  uniform_bytes_per_step: Optional[int] = None, uniform_total_error: float = 0.0,
+                  config: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
+    """Builds a schedule document that follows schemas/schedule.schema.json. Phases are given as
+    (start, end, label, {name: method json}); every phase's predicted.bytes_per_step is computed
+    from the wire-byte contract; the summary describes the last phase."""
+    out_phases = []
+    for k, (start, end, label, layers) in enumerate(phases):
+        parsed = {n: parse_method(layers[n], f"phase '{label}' layer '{n}'") for n in shapes}
+        bps = sum(wire_bytes(parsed[n], shapes[n]) for n in shapes)
+        pred: Dict[str, Any] = {"bytes_per_step": bps}
+        if phase_errors is not None and phase_errors[k] is not None:
+            pred["total_error"] = float(phase_errors[k])
+        out_phases.append({"start_step": start, "end_step": end, "label": label,
+                           "layers": {n: parsed[n].to_json() for n in shapes}, "predicted": pred})
+    unc = sum(4 * math.prod(s) for s in shapes.values())
+    last = out_phases[-1]["predicted"]
+    ub = uniform_bytes_per_step if uniform_bytes_per_step is not None else last["bytes_per_step"]
+    predicted = {"bytes_per_step": last["bytes_per_step"], "uniform_bytes_per_step": ub,
+                 "uncompressed_bytes_per_step": unc,
+                 "compression_ratio": unc / last["bytes_per_step"] if last["bytes_per_step"] else None,
+                 "uniform_compression_ratio": unc / ub if ub else None,
+                 "total_error": float(last.get("total_error", 0.0)),
+                 "uniform_total_error": float(uniform_total_error),
+                 "step_time_s": None, "uniform_step_time_s": None, "uncompressed_step_time_s": None}
+    bucket_docs = [{"index": i, "params": list(ns), "size_bytes": sum(4 * math.prod(shapes[n]) for n in ns)}
+                   for i, ns in enumerate(buckets or [])]
+    return {"schema_version": 1, "kind": "lgreco-schedule", "model": model, "world_size": world_size,
+            "family": family, "engine": engine, "seed": seed, "phases": out_phases, "buckets": bucket_docs,
+            "predicted": predicted, "config": dict(config or {}),
+            "provenance": {"tool": "lgreco-python", "producer": "lgreco.make_schedule"}}
