@@ -19,6 +19,7 @@ IN=$OUT/inputs
 PY=${PY:-/usr/bin/python3}
 MODEL=${LGRECO_NB_MODEL:-resnet18}
 STEPS=${LGRECO_NB_STEPS:-8}
+TOPOLOGY=${LGRECO_NB_TOPOLOGY:-4x8xA100-1x25G}
 
 find_shared() {
   local d
@@ -64,7 +65,7 @@ trace() {  # the synthetic trace, made once
 m=$(missing "trace synth" whatif)
 if [[ -z "$m" ]]; then
   trace
-  "$LGRECO" whatif --trace "$IN/trace.h5" --family powersgd --bandwidth 1Gbps:400Gbps:12 --nodes 1,2,4,8 \
+  "$LGRECO" whatif --trace "$IN/trace.h5" --family powersgd --topology "$TOPOLOGY" --bandwidth 1Gbps:400Gbps:12 --nodes 1,2,4,8 \
     --format json >"$IN/whatif.json"
   rm -f "$OUT/whatif-bandwidth.html"
   render whatif-bandwidth LGRECO_NB_WHATIF="$IN/whatif.json"
@@ -76,13 +77,22 @@ fi
 m=$(missing "trace synth" plan)
 if [[ -z "$m" ]]; then
   trace
-  "$LGRECO" plan --trace "$IN/trace.h5" --family powersgd --warmup-steps $((STEPS / 2)) --period $((STEPS / 2)) \
+  "$LGRECO" plan --trace "$IN/trace.h5" --family powersgd --topology "$TOPOLOGY" --warmup-steps $((STEPS / 2)) --period $((STEPS / 2)) \
     --tables-out "$IN/tables.json" --output "$IN/schedule.json"
   rm -f "$OUT/layer-tradeoffs.html"
   render layer-tradeoffs LGRECO_NB_TABLES="$IN/tables.json" LGRECO_NB_SCHEDULE="$IN/schedule.json"
-  m=$(missing simulate)
+  m=$(missing simulate "trace info" models)
   if [[ -z "$m" ]]; then
-    "$LGRECO" simulate --schedule "$IN/schedule.json" --format json >"$IN/simulate.json"
+    # The tensors file simulate reads: names and shapes from the trace, the preset's batch size.
+    "$LGRECO" trace info "$IN/trace.h5" --format json >"$IN/trace-info.json"
+    batch=$("$LGRECO" models --format json | "$PY" -c \
+      'import json, sys; print(next(m["batch_per_gpu"] for m in json.load(sys.stdin)["models"] if m["name"] == sys.argv[1]))' \
+      "$MODEL")
+    "$PY" -c 'import json, sys; t = json.load(open(sys.argv[1])); print(json.dumps({"batch_per_gpu": int(sys.argv[2]),
+      "tensors": [{"name": l["name"], "shape": l["shape"]} for l in t["layers"]]}))' "$IN/trace-info.json" "$batch" \
+      >"$IN/layers.json"
+    "$LGRECO" simulate --layers "$IN/layers.json" --topology "$TOPOLOGY" --method powersgd:rank=4 --format json \
+      >"$IN/simulate.json"
     rm -f "$OUT/schedule-inspection.html"
     render schedule-inspection LGRECO_NB_SCHEDULE="$IN/schedule.json" LGRECO_NB_SIMULATE="$IN/simulate.json"
   else
