@@ -59,6 +59,7 @@ struct ClosedLoopResult {
   std::vector<planner::WindowPlan> uniform;    ///< the uniform plan evaluated on each window
   std::vector<std::vector<kernels::MethodSpec>> in_force;  ///< per window, per layer: what ran
   planner::PlanOptions plan;                   ///< the plan options used (forward_s resolved)
+  std::optional<std::int64_t> schedule_warmup; ///< warm-up of the schedule (none: the first window's start)
   std::string backend;                         ///< "cpu" or "cuda": what ran
   double replay_s = 0, grad_bytes = 0;         ///< wall time and fp32 gradient bytes replayed
   Json provenance;                             ///< provenance_json({trace}), hashed while replaying

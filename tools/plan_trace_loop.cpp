@@ -129,6 +129,7 @@ ClosedLoopResult run_closed_loop(const TraceJob& job, const sim::CollectiveCost*
   r.model = source->model();
   r.world_size = source->world_size();
   r.windows = sim::plan_windows(source->steps(), job.windows);
+  r.schedule_warmup = r.windows.warmup_shrunk ? std::nullopt : job.schedule_warmup;
 
   r.plan = job.plan;
   if (r.plan.forward_s == 0) {

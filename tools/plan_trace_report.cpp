@@ -16,7 +16,7 @@ namespace lgreco::cli {
 Json schedule_json(const TraceJob& job, const ClosedLoopResult& r, const Json& config) {
   // Phases follow the planner's convention (planner/schedule.hpp), shared with `plan --tables`: the
   // trace's step ids are the training timeline; plan-k is in force from the end of window k.
-  planner::Schedule s = planner::build_schedule(r.tables, r.plans, planner::engine_name(job.plan.engine), job.schedule_warmup,
+  planner::Schedule s = planner::build_schedule(r.tables, r.plans, planner::engine_name(job.plan.engine), r.schedule_warmup,
                                                 job.seed, config, r.provenance);
   s.family = sim::to_string(job.family);
   s.world_size = config.value("ranks", r.world_size);
