@@ -81,20 +81,18 @@ if [[ -z "$m" ]]; then
     --tables-out "$IN/tables.json" --output "$IN/schedule.json"
   rm -f "$OUT/layer-tradeoffs.html"
   render layer-tradeoffs LGRECO_NB_TABLES="$IN/tables.json" LGRECO_NB_SCHEDULE="$IN/schedule.json"
-  m=$(missing simulate "trace info" models)
+  m=$(missing simulate)
   if [[ -z "$m" ]]; then
-    # The tensors file simulate reads: names and shapes from the trace, the preset's batch size.
-    "$LGRECO" trace info "$IN/trace.h5" --format json >"$IN/trace-info.json"
-    batch=$("$LGRECO" models --format json | "$PY" -c \
-      'import json, sys; print(next(m["batch_per_gpu"] for m in json.load(sys.stdin)["models"] if m["name"] == sys.argv[1]))' \
-      "$MODEL")
-    "$PY" -c 'import json, sys; t = json.load(open(sys.argv[1])); print(json.dumps({"batch_per_gpu": int(sys.argv[2]),
-      "tensors": [{"name": l["name"], "shape": l["shape"]} for l in t["layers"]]}))' "$IN/trace-info.json" "$batch" \
-      >"$IN/layers.json"
-    "$LGRECO" simulate --layers "$IN/layers.json" --topology "$TOPOLOGY" --method powersgd:rank=4 --format json \
-      >"$IN/simulate.json"
+    # One simulated step per phase of the schedule, on the trace's recorded compute times.
+    phases=$("$PY" -c 'import json, sys; print(len(json.load(open(sys.argv[1]))["phases"]))' "$IN/schedule.json")
+    sims=()
+    for ((k = 0; k < phases; k++)); do
+      "$LGRECO" simulate --trace "$IN/trace.h5" --schedule "$IN/schedule.json" --phase "$k" --topology "$TOPOLOGY" \
+        --format json >"$IN/simulate-$k.json"
+      sims+=("$IN/simulate-$k.json")
+    done
     rm -f "$OUT/schedule-inspection.html"
-    render schedule-inspection LGRECO_NB_SCHEDULE="$IN/schedule.json" LGRECO_NB_SIMULATE="$IN/simulate.json"
+    render schedule-inspection LGRECO_NB_SCHEDULE="$IN/schedule.json" LGRECO_NB_SIMULATE="$(IFS=,; echo "${sims[*]}")"
   else
     skip schedule-inspection "needs $m"
   fi

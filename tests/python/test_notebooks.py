@@ -288,18 +288,15 @@ def test_network_validation_notebook(lgreco, available, tmp_path, shared_dir):
 def test_schedule_inspection_notebook(lgreco, available, inputs, tmp_path):
     require("schedule-inspection", available, lgreco)
     _, schedule_path = inputs.plan(lgreco)
-    # The tensors file simulate reads: names and shapes as the trace records them, resnet18's batch size.
-    info = json.loads(lgreco("trace", "info", inputs.trace(lgreco), "--format", "json", check=True).stdout)
-    layers = tmp_path / "layers.json"
-    layers.write_text(json.dumps({"batch_per_gpu": 128, "tensors": [{"name": l["name"], "shape": l["shape"]}
-                                                                    for l in info["layers"]]}))
-    simulate = tmp_path / "simulate.json"
-    p = lgreco("simulate", "--layers", layers, "--topology", "4x8xA100-1x25G", "--method", "powersgd:rank=4",
-               "--format", "json", check=True)
-    simulate.write_text(p.stdout)
+    schedule = json.loads(schedule_path.read_text())
+    sims = []
+    for k in range(len(schedule["phases"])):  # one simulated step per phase, on the trace's compute times
+        p = lgreco("simulate", "--trace", inputs.trace(lgreco), "--schedule", schedule_path, "--phase", k,
+                   "--topology", "4x8xA100-1x25G", "--format", "json", check=True)
+        sims.append(tmp_path / f"simulate-{k}.json")
+        sims[-1].write_text(p.stdout)
     summary = execute("schedule-inspection", tmp_path, {"LGRECO_NB_SCHEDULE": schedule_path,
-                                                        "LGRECO_NB_SIMULATE": simulate})
-    schedule, sim = json.loads(schedule_path.read_text()), json.loads(simulate.read_text())
+                                                        "LGRECO_NB_SIMULATE": ",".join(map(str, sims))})
 
     params = len(schedule["phases"][0]["layers"])
     assert summary["parameters"] == params
@@ -307,12 +304,20 @@ def test_schedule_inspection_notebook(lgreco, available, inputs, tmp_path):
         [(p["label"], p["start_step"], p["end_step"], p["predicted"]["bytes_per_step"]) for p in schedule["phases"]]
     for p in summary["phases"]:
         assert sum(p["methods"].values()) == params
-    g = summary["gantt"]
-    assert g["buckets"] == len(sim["buckets"]) > 0
-    assert close(g["step_s"], sim["step_s"]) and close(g["exposed_comm_s"], sim["exposed_comm_s"])
-    assert close(g["comm_end_s"], max(b["end_s"] for b in sim["buckets"]))
-    assert all(w >= -1e-12 for w in g["wait_s"]), g["wait_s"]  # no bucket starts before it is ready
-    # The timeline model (sim/timeline.hpp): step = max(compute end, communication end) + optimizer, so the
-    # exposed band drawn from the end of compute ends where the last collective ends (or is empty).
-    assert math.isclose(g["exposed_comm_s"], max(0.0, g["comm_end_s"] - g["compute_s"]), rel_tol=1e-9, abs_tol=1e-12)
-    assert g["optimizer_s"] >= -1e-12
+    assert len(summary["simulations"]) == len(sims)
+    for k, (g, path) in enumerate(zip(summary["simulations"], sims)):
+        sim = json.loads(path.read_text())
+        assert g["phase"] == k and g["label"] == schedule["phases"][k]["label"]
+        assert g["buckets"] == len(sim["buckets"]) > 0
+        assert close(g["step_s"], sim["step_s"]) and close(g["exposed_comm_s"], sim["exposed_comm_s"])
+        assert close(g["comm_end_s"], max(b["end_s"] for b in sim["buckets"]))
+        assert all(w >= -1e-12 for w in g["wait_s"]), g["wait_s"]  # no bucket starts before it is ready
+        # The timeline model (sim/timeline.hpp): step = max(compute end, communication end) + optimizer, so the
+        # exposed band drawn from the end of compute ends where the last collective ends (or is empty).
+        assert math.isclose(g["exposed_comm_s"], max(0.0, g["comm_end_s"] - g["compute_s"]), rel_tol=1e-9,
+                            abs_tol=1e-12)
+        assert g["optimizer_s"] >= -1e-12
+        # The simulated phase sends the bytes the schedule predicts for it.
+        assert close(g["bytes_per_step"], schedule["phases"][k]["predicted"]["bytes_per_step"], 1e-9), k
+    # Compression shortens the step: the warm-up (uncompressed) step is the slowest one.
+    assert max(g["step_s"] for g in summary["simulations"]) == summary["simulations"][0]["step_s"]
