@@ -13,6 +13,7 @@
 #include "planner/tables.hpp"
 #include "tools/args.hpp"
 #include "tools/command.hpp"
+#include "tools/plan_trace.hpp"
 
 namespace lgreco::cli {
 namespace {
@@ -145,6 +146,10 @@ Tables plan_source(const Flags& f, std::vector<std::filesystem::path>& inputs) {
 }
 
 int run_plan(const std::vector<std::string>& args) {
+  // The trace-driven path (closed-loop replay, tools/plan_trace.cpp) has its own options.
+  for (const auto& a : args) {
+    if (a == "--trace" || a.rfind("--trace=", 0) == 0) return run_plan_trace(args);
+  }
   Flags f;
   ArgParser p("lgreco plan",
               "Choose a compression setting for every layer from candidate tables (docs/tables-format.md) and write a phased\n"
@@ -152,7 +157,7 @@ int run_plan(const std::vector<std::string>& args) {
               "the plan made from window k during window k+1. Engines: reference (the L-GreCo DP), exact (Pareto fronts),\n"
               "time (least predicted step time, needs --bandwidth), dual (least error within a byte or time budget).");
   p.option("--tables", &f.tables, "FILE", "candidate tables (JSON)")
-      .option("--trace", &f.trace, "FILE", "trace to replay into tables (not available in this build)")
+      .option("--trace", &f.trace, "FILE", "replay a trace instead (closed loop; see lgreco plan --trace T --help)")
       .option("--engine", &f.engine, "NAME", "reference | exact | time | dual (default reference)")
       .option("--alpha", &f.alpha, "A", "error budget = A x the uniform default's total error (default 1)")
       .option("--error-budget", &f.error_budget, "E", "explicit total error budget")

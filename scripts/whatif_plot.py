@@ -1,0 +1,87 @@
+#!/usr/bin/python3
+"""Plots an `lgreco whatif --format json` result: speedup over uncompressed against bandwidth.
+
+One line per (node count, schedule): uniform dashed, adaptive solid, same colour per node count.
+Usage: whatif_plot.py WHATIF.json OUT.png [--title TEXT]
+Writes OUT.png atomically (temporary file + rename); exits 1 with a message on bad input.
+"""
+import argparse
+import json
+import os
+import sys
+import tempfile
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def load(path):
+    with open(path, encoding="utf-8") as f:
+        doc = json.load(f)
+    if doc.get("kind") != "lgreco-whatif":
+        raise ValueError(f"{path}: kind is {doc.get('kind')!r}, expected 'lgreco-whatif'")
+    points = doc.get("points")
+    if not isinstance(points, list) or not points:
+        raise ValueError(f"{path}: no points")
+    for i, p in enumerate(points):
+        for key in ("bandwidth_Gbps", "nodes", "uniform_speedup", "adaptive_speedup"):
+            if key not in p:
+                raise ValueError(f"{path}: points[{i}] lacks {key!r}")
+    return doc
+
+
+def plot(doc, out, title=None):
+    by_nodes = {}
+    for p in doc["points"]:
+        by_nodes.setdefault(p["nodes"], []).append(p)
+    fig, ax = plt.subplots(figsize=(7.5, 4.8), dpi=120)
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for i, (nodes, pts) in enumerate(sorted(by_nodes.items())):
+        pts.sort(key=lambda p: p["bandwidth_Gbps"])
+        bw = [p["bandwidth_Gbps"] for p in pts]
+        c = colours[i % len(colours)]
+        ranks = pts[0].get("ranks", "?")
+        ax.plot(bw, [p["adaptive_speedup"] for p in pts], "-o", color=c, ms=3,
+                label=f"{nodes} node(s), {ranks} GPUs: adaptive")
+        ax.plot(bw, [p["uniform_speedup"] for p in pts], "--", color=c, alpha=0.7,
+                label=f"{nodes} node(s): uniform")
+    ax.axhline(1.0, color="grey", lw=0.8)
+    ax.set_xscale("log")
+    ax.set_xlabel("inter-node bandwidth per node (Gb/s)")
+    ax.set_ylabel("speedup over uncompressed (×)")
+    fam = doc.get("family", "?")
+    ax.set_title(title or f"{doc.get('model', '?')}: {fam}, engine {doc.get('engine', '?')}, {doc.get('cluster', '')}")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    folder = os.path.dirname(os.path.abspath(out))
+    fd, tmp = tempfile.mkstemp(prefix=".whatif-", suffix=".png", dir=folder)
+    os.close(fd)
+    try:
+        fig.savefig(tmp, format="png")
+        os.replace(tmp, out)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+    finally:
+        plt.close(fig)
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("whatif_json")
+    ap.add_argument("out_png")
+    ap.add_argument("--title")
+    a = ap.parse_args(argv)
+    try:
+        plot(load(a.whatif_json), a.out_png, a.title)
+    except (OSError, ValueError) as e:
+        print(f"whatif_plot: error: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,71 @@
+#pragma once
+/// Candidate sets: which compression settings replay measures for each layer.
+///
+/// Defaults follow L-GreCo (reference-lgreco.md), extended to the other families:
+/// - powersgd, default rank r: every rank in [⌊γ·r⌋, ⌈β·r⌉] (γ = 0.5, β = 2: ranks 2..8 for r = 4;
+///   rank 0, "send nothing", only when ⌊γ·r⌋ = 0). A layer is planned iff it is compressible at the
+///   default rank ((n + m)·min(n, m, r)·rate < n·m); other layers get the single candidate "none".
+///   Ranks whose r_eff repeats a smaller rank's are dropped (identical to it); a rank at which the
+///   layer is no longer compressible is the candidate "none" (4N bytes, error 0), listed once.
+/// - topk, default density d: d·2^(j/2) for j = −2..2 (×1/2, ×1/√2, ×1, ×√2, ×2), clamped to ≤ 1.
+/// - qsgd / maxmin, default b bits: every b' in [max(lo, ⌊b/2⌋), min(hi, 2b)] (b = 4 → 2..8), with
+///   (lo, hi) = (2, 16) for qsgd and (1, 8) for maxmin.
+/// - mixed: layers compressible by PowerSGD at the default rank get the PowerSGD ranks AND the
+///   max-min bits; other planned layers get the max-min bits; small layers get "none".
+/// - all (comparisons and benchmarks): PowerSGD ranks on PowerSGD-compressible matrices, plus the
+///   top-k densities and max-min bits on every planned matrix.
+/// For topk, qsgd and maxmin (and mixed's max-min-only layers) a layer is planned iff it has ≥ 2
+/// dimensions and numel ≥ min_numel (default 1024); biases, norms and tiny matrices get "none".
+/// The default (uniform) setting is always one of the candidates; `default_index` points at it.
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "kernels/method.hpp"
+
+namespace lgreco::sim {
+
+/// The method family being planned.
+enum class Family { kPowerSgd, kTopK, kQsgd, kMaxMin, kMixed, kAll };
+
+/// Parses "powersgd|topk|qsgd|maxmin|mixed|all"; ConfigError otherwise.
+Family family_from_name(const std::string& name);
+/// The family's name.
+std::string to_string(Family f);
+
+/// The family's default settings: the uniform plan's methods.
+struct FamilyDefaults {
+  kernels::MethodSpec matrix;  ///< powersgd (or topk/qsgd/maxmin) setting for planned layers
+  kernels::MethodSpec other;   ///< mixed/all: max-min setting for layers PowerSGD does not compress
+  kernels::MethodSpec sparse;  ///< all: top-k setting
+};
+
+/// Builds the defaults from "key=value" pairs (`--default rank=4`). Keys are the family method's
+/// parameters; for mixed, powersgd keys and maxmin keys (bits, bucket_size, rounding) may be mixed;
+/// for all, also topk keys (density, encoding, selection).
+/// Unknown keys are ConfigError naming the key and the family.
+FamilyDefaults parse_family_defaults(Family family, const std::vector<std::pair<std::string, std::string>>& kv);
+
+/// Candidate range parameters (see the file comment).
+struct CandidateRanges {
+  double rank_low = 0.5;           ///< γ
+  double rank_high = 2.0;          ///< β
+  std::uint64_t min_numel = 1024;  ///< smallest planned tensor for non-PowerSGD methods
+};
+
+/// The candidates of one layer.
+struct CandidateSet {
+  std::vector<kernels::MethodSpec> candidates;  ///< in ascending cost order within a method
+  int default_index = 0;                        ///< the uniform plan's choice
+  bool planned = false;                         ///< more than one candidate
+};
+
+/// Candidates for a tensor of `shape` (numel = product).
+CandidateSet make_candidates(Family family, const FamilyDefaults& defaults, std::span<const std::int64_t> shape,
+                             const CandidateRanges& ranges = {});
+
+/// The uncompressed method.
+kernels::MethodSpec none_spec();
+
+}  // namespace lgreco::sim

@@ -1,0 +1,224 @@
+// `lgreco whatif`: predicted step time of uncompressed, uniform and adaptive schedules over a grid of
+// inter-node bandwidths and node counts, from one replay of the trace.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+
+#include "core/atomic_file.hpp"
+#include "core/cancel.hpp"
+#include "core/error.hpp"
+#include "core/provenance.hpp"
+#include "core/units.hpp"
+#include "tools/args.hpp"
+#include "tools/command.hpp"
+#include "tools/plan_trace.hpp"
+#include "tools/trace_cluster.hpp"
+
+#ifndef LGRECO_SOURCE_DIR
+#define LGRECO_SOURCE_DIR "."
+#endif
+
+namespace lgreco::cli {
+namespace {
+
+/// "1Gbps:400Gbps:12" → 12 log-spaced points from 1 to 400 Gb/s (both ends included);
+/// "10Gbps,25Gbps" → those points. Bytes per second.
+std::vector<double> parse_bandwidths(const std::string& text) {
+  std::vector<double> out;
+  if (text.find(':') != std::string::npos) {
+    const auto parts = split_list(text, ':');
+    if (parts.size() != 3) throw UsageError("--bandwidth: expected LOW:HIGH:POINTS or a comma list, got '" + text + "'");
+    const double lo = units::parse_bandwidth_Bps(parts[0]), hi = units::parse_bandwidth_Bps(parts[1]);
+    const long long n = parse_int("--bandwidth", parts[2]);
+    if (n < 1 || n > 1000 || hi < lo) throw UsageError("--bandwidth: need LOW <= HIGH and 1..1000 points, got '" + text + "'");
+    for (long long i = 0; i < n; ++i) {
+      out.push_back(n == 1 ? lo : lo * std::pow(hi / lo, static_cast<double>(i) / static_cast<double>(n - 1)));
+    }
+  } else {
+    for (const auto& s : split_list(text)) out.push_back(units::parse_bandwidth_Bps(s));
+  }
+  if (out.empty()) throw UsageError("--bandwidth: no points");
+  return out;
+}
+
+struct StepFigures {
+  double step_s = 0, exposed_s = 0, compute_s = 0, bytes = 0;
+};
+
+StepFigures simulate(const planner::Window& w, const planner::PlanOptions& opt, const std::vector<int>* choice, bool raw,
+                     const sim::CollectiveCost& cost) {
+  const sim::StepModel model = planner::step_model_of(w, opt.forward_s, opt.optimizer_s);
+  std::vector<sim::LayerComm> comm;
+  StepFigures f;
+  for (std::size_t l = 0; l < w.layers.size(); ++l) {
+    const auto& t = w.layers[l];
+    planner::Candidate c;
+    if (raw) {
+      c.spec = planner::normalize_method("none", Json::object(), "none");
+      c.bytes = 4.0 * static_cast<double>(t.numel);
+    } else {
+      c = t.candidates.at(static_cast<std::size_t>(choice ? (*choice)[l] : t.default_index));
+    }
+    f.bytes += c.bytes;
+    comm.push_back(planner::layer_comm_of(t, c));
+  }
+  const auto r = sim::simulate_step(model, comm, cost);
+  f.step_s = r.step_s;
+  f.exposed_s = r.exposed_comm_s;
+  f.compute_s = r.compute_s;
+  return f;
+}
+
+void run_plot(const std::string& json_path, const std::string& png) {
+  const std::string script = std::string(LGRECO_SOURCE_DIR) + "/scripts/whatif_plot.py";
+  if (!std::filesystem::exists(script)) throw ConfigError("--plot: plotting script not found at " + script);
+  const pid_t pid = fork();
+  if (pid < 0) throw Error("--plot: cannot start /usr/bin/python3");
+  if (pid == 0) {
+    execl("/usr/bin/python3", "python3", script.c_str(), json_path.c_str(), png.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    throw Error("--plot: " + script + " failed (exit " + std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) +
+                "); is matplotlib installed for /usr/bin/python3?");
+  }
+}
+
+int run_whatif(const std::vector<std::string>& args) {
+  TraceJobArgs a;
+  std::string topology = "4x8xA100-1x25G", bandwidth = "1Gbps:400Gbps:12", nodes_text = "1,2,4,8", gpn, plot, tables;
+  bool force = false;
+  Format fmt = Format::kTable;
+  ArgParser p("lgreco whatif",
+              "Replay the trace once (closed loop, as plan --trace), then predict the step time of the "
+              "uncompressed, uniform and adaptive schedules at every (node count, inter-node bandwidth) point; "
+              "time-aware engines re-plan per point.");
+  add_trace_job_options(p, a, false);
+  p.option("--tables", &tables, "FILE", "candidate tables from an earlier replay (plan --tables-out) instead of --trace");
+  p.option("--topology", &topology, "NAME|FILE", "base cluster whose GPUs and node layout are varied (default 4x8xA100-1x25G)");
+  p.option("--bandwidth", &bandwidth, "LOW:HIGH:N|LIST", "inter-node bandwidths: log-spaced range or comma list (default 1Gbps:400Gbps:12)");
+  p.option("--nodes", &nodes_text, "LIST", "node counts (default 1,2,4,8)");
+  p.option("--gpus-per-node", &gpn, "N", "GPUs per node (default: the topology's)");
+  p.option("--plot", &plot, "FILE.png", "also plot speedup against bandwidth (matplotlib, /usr/bin/python3)");
+  p.flag("--force", &force, "overwrite an existing plot");
+  p.format(&fmt, true);
+  if (!p.parse(args)) return 0;
+  const Overwrite policy = force ? Overwrite::kAllow : Overwrite::kRefuse;
+  if (!plot.empty()) check_writable_destination(plot, policy);
+  const auto bws = parse_bandwidths(bandwidth);
+  std::vector<int> nodes;
+  for (const auto& n : split_list(nodes_text)) {
+    const long long v = parse_int("--nodes", n);
+    if (v < 1) throw UsageError("--nodes: node counts must be >= 1, got " + n);
+    nodes.push_back(static_cast<int>(v));
+  }
+  const std::optional<int> gpus = gpn.empty() ? std::nullopt : std::optional<int>(static_cast<int>(parse_int("--gpus-per-node", gpn)));
+
+  if (a.trace.empty() == tables.empty()) throw UsageError("lgreco whatif: give exactly one of --trace FILE and --tables FILE");
+  TraceJob job = resolve_trace_job(a);
+  const Cluster base = make_cluster(topology, std::nullopt, gpus);
+  ClosedLoopResult r;
+  if (!a.trace.empty()) {
+    r = run_closed_loop(job, base.cost.get(), stderr_progress());
+  } else {
+    // Tables computed earlier: plan their last window as the closed loop's final plan.
+    r.tables = planner::read_tables(tables);
+    r.model = r.tables.model;
+    r.plan = job.plan;
+    double backward = 0;
+    for (const auto& l : r.tables.windows.back().layers) backward += l.compute_time_s.value_or(0.0);
+    r.plan.forward_s = 0.5 * backward;
+    r.plans.push_back(planner::plan_window(r.tables.windows.back(), r.plan, base.cost.get()));
+    r.backend = "none (tables)";
+    r.provenance = provenance_json({tables});
+  }
+  const planner::Window& w = r.tables.windows.back();
+  const bool time_aware = job.plan.engine == planner::Engine::kTime;
+
+  Json points = Json::array();
+  for (int n : nodes) {
+    for (double bw : bws) {
+      throw_if_cancelled();
+      const Cluster c = make_cluster(topology, n, gpus, bw);
+      const auto plan = time_aware ? planner::plan_window(w, r.plan, c.cost.get()) : r.plans.back();
+      const auto raw = simulate(w, r.plan, nullptr, true, *c.cost);
+      const auto uni = simulate(w, r.plan, nullptr, false, *c.cost);
+      const auto ada = simulate(w, r.plan, &plan.choice, false, *c.cost);
+      points.push_back(Json{{"bandwidth_Gbps", units::Bps_to_gbps(bw)},
+                            {"nodes", n},
+                            {"ranks", c.ranks()},
+                            {"uncompressed_step_s", raw.step_s},
+                            {"uniform_step_s", uni.step_s},
+                            {"adaptive_step_s", ada.step_s},
+                            {"uncompressed_exposed_comm_s", raw.exposed_s},
+                            {"uniform_exposed_comm_s", uni.exposed_s},
+                            {"adaptive_exposed_comm_s", ada.exposed_s},
+                            {"uniform_speedup", raw.step_s / uni.step_s},
+                            {"adaptive_speedup", raw.step_s / ada.step_s},
+                            {"adaptive_vs_uniform", uni.step_s / ada.step_s},
+                            {"uncompressed_bytes_per_step", raw.bytes},
+                            {"uniform_bytes_per_step", uni.bytes},
+                            {"adaptive_bytes_per_step", ada.bytes},
+                            {"compute_s", raw.compute_s}});
+    }
+  }
+  Json config = trace_job_config(job, r, &base);
+  if (!tables.empty()) config["tables"] = tables;
+  config["bandwidth"] = bandwidth;
+  config["nodes"] = nodes;
+  config["replanned_per_point"] = time_aware;
+  const Json doc{{"schema_version", 1},
+                 {"kind", "lgreco-whatif"},
+                 {"model", r.model},
+                 {"family", sim::to_string(job.family)},
+                 {"engine", planner::engine_name(job.plan.engine)},
+                 {"cluster", base.name},
+                 {"points", points},
+                 {"config", config},
+                 {"provenance", r.provenance}};
+  if (!plot.empty()) {
+    AtomicPath tmp(std::filesystem::absolute(plot).parent_path() / (".whatif-" + std::to_string(getpid()) + ".json"),
+                   Overwrite::kAllow);
+    write_json_file(tmp.temp_path(), doc, Overwrite::kAllow);
+    run_plot(tmp.temp_path().string(), plot);
+  }
+  static const char* keys[] = {"bandwidth_Gbps", "nodes", "ranks", "uncompressed_step_s", "uniform_step_s", "adaptive_step_s",
+                               "uncompressed_exposed_comm_s", "uniform_exposed_comm_s", "adaptive_exposed_comm_s",
+                               "uniform_speedup", "adaptive_speedup", "adaptive_vs_uniform", "uncompressed_bytes_per_step",
+                               "uniform_bytes_per_step", "adaptive_bytes_per_step", "compute_s"};
+  if (fmt == Format::kJson) {
+    std::cout << doc.dump(2) << "\n";
+  } else if (fmt == Format::kCsv) {
+    for (std::size_t i = 0; i < std::size(keys); ++i) std::cout << (i ? "," : "") << keys[i];
+    std::cout << "\n";
+    for (const auto& pt : points) {
+      for (std::size_t i = 0; i < std::size(keys); ++i) std::cout << (i ? "," : "") << pt[keys[i]].dump();
+      std::cout << "\n";
+    }
+  } else {
+    std::printf("%s, family %s, engine %s, base cluster %s%s\n", r.model.c_str(), sim::to_string(job.family).c_str(),
+                planner::engine_name(job.plan.engine).c_str(), base.name.c_str(), time_aware ? " (re-planned per point)" : "");
+    std::printf("%6s %6s %10s | %11s %11s %11s | %9s %9s %9s\n", "nodes", "ranks", "Gb/s", "uncompr.", "uniform", "adaptive",
+                "uniform", "adaptive", "ada/uni");
+    for (const auto& pt : points) {
+      std::printf("%6d %6d %10.3g | %11s %11s %11s | %8.2fx %8.2fx %8.2fx\n", pt["nodes"].get<int>(), pt["ranks"].get<int>(),
+                  pt["bandwidth_Gbps"].get<double>(), units::format_seconds(pt["uncompressed_step_s"].get<double>()).c_str(),
+                  units::format_seconds(pt["uniform_step_s"].get<double>()).c_str(),
+                  units::format_seconds(pt["adaptive_step_s"].get<double>()).c_str(), pt["uniform_speedup"].get<double>(),
+                  pt["adaptive_speedup"].get<double>(), pt["adaptive_vs_uniform"].get<double>());
+    }
+    if (!plot.empty()) std::printf("plot written to %s\n", plot.c_str());
+  }
+  return 0;
+}
+
+LGRECO_COMMAND("whatif", "predict speedups of uniform and adaptive compression over bandwidths and node counts", run_whatif);
+
+}  // namespace
+}  // namespace lgreco::cli

@@ -1,0 +1,68 @@
+#include "tools/trace_cluster.hpp"
+
+#include <cstdio>
+#include <regex>
+
+#include "core/error.hpp"
+#include "core/units.hpp"
+#include "network_models/collectives.hpp"
+#include "network_models/presets.hpp"
+
+namespace lgreco::cli {
+namespace {
+
+/// Per-NIC rate in the preset syntax (\d+(\.\d+)?): fixed notation without trailing zeros.
+std::string rate_text(double gbps) {
+  char b[64];
+  std::snprintf(b, sizeof b, "%.4f", gbps);
+  std::string s = b;
+  while (!s.empty() && s.back() == '0') s.pop_back();
+  if (!s.empty() && s.back() == '.') s.pop_back();
+  return s;
+}
+
+}  // namespace
+
+Cluster make_cluster(const std::string& topology, std::optional<int> nodes, std::optional<int> gpus_per_node,
+                     std::optional<double> inter_node_Bps) {
+  net::Topology base = net::resolve_topology(topology);
+  std::string name = topology;
+  if (nodes || gpus_per_node || inter_node_Bps) {
+    // Rebuild as a cluster spec "KxGxGPU-NxRATE(G|GbE)" with the overrides; the per-node bandwidth
+    // is spread over the node's NICs.
+    static const std::regex cluster(R"(^(\d+)x(\d+)x([A-Za-z0-9]+)-(?:(\d+)x)?(\d+(?:\.\d+)?)(G|GbE)$)");
+    std::smatch m;
+    int nics = std::max(1, base.nics_per_host());
+    double nic_gbps = 100;
+    std::string suffix = "G";
+    if (std::regex_match(topology, m, cluster)) {
+      nics = m[4].matched ? std::stoi(m[4]) : 1;
+      nic_gbps = std::stod(m[5]);
+      suffix = m[6];
+    }
+    const int k = nodes.value_or(base.hosts());
+    const int g = gpus_per_node.value_or(base.gpus_per_host());
+    if (k < 1 || g < 1) throw ConfigError("topology " + topology + ": node and GPU counts must be >= 1");
+    if (inter_node_Bps) nic_gbps = units::Bps_to_gbps(*inter_node_Bps) / nics;
+    name = std::to_string(k) + "x" + std::to_string(g) + "x" + base.gpu.name + "-" + std::to_string(nics) + "x" +
+           rate_text(nic_gbps) + suffix;
+    base = net::preset_topology(name);
+  }
+  Cluster c;
+  c.name = name;
+  c.nodes = base.hosts();
+  c.gpus_per_node = base.gpus_per_host();
+  const int ranks = base.gpus();
+  double nic_Bps = 0;
+  for (const auto& l : base.links) {
+    if (l.cls == net::LinkClass::kNet) nic_Bps = l.bandwidth_Bps;
+  }
+  c.inter_node_Bps = c.nodes > 1 ? nic_Bps * base.nics_per_host() : 0.0;
+  net::CollectiveModel model(base, ranks, net::default_params(base, ranks));
+  c.cost = std::make_shared<net::NetworkCost>(std::move(model));
+  c.description = Json{{"name", name},       {"nodes", c.nodes}, {"gpus_per_node", c.gpus_per_node}, {"ranks", ranks},
+                       {"gpu", base.gpu.name}, {"inter_node_bandwidth_Gbps", units::Bps_to_gbps(c.inter_node_Bps)}};
+  return c;
+}
+
+}  // namespace lgreco::cli
