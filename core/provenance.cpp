@@ -2,6 +2,7 @@
 
 #include <array>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <fstream>
@@ -115,6 +116,51 @@ std::string sha256_file(const std::filesystem::path& path) {
   return s.hex();
 }
 
+std::string fast64_file(const std::filesystem::path& path) {
+  constexpr std::uint64_t kP1 = 0x9E3779B185EBCA87ull, kP2 = 0xC2B2AE3D27D4EB4Full;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ConfigError(path.string() + ": cannot open for hashing");
+  std::uint64_t lane[4] = {kP1, kP2, kP1 ^ kP2, 0x165667B19E3779F9ull};
+  std::uint64_t total = 0;
+  std::vector<std::uint64_t> buf(1 << 17);  // 1 MiB
+  auto mix = [&](std::uint64_t& l, std::uint64_t w) {
+    l ^= w * kP1;
+    l = (l << 31) | (l >> 33);
+    l *= kP2;
+  };
+  while (in) {
+    in.read(reinterpret_cast<char*>(buf.data()), static_cast<std::streamsize>(buf.size() * 8));
+    const auto got = static_cast<std::size_t>(in.gcount());
+    total += got;
+    const std::size_t words = (got + 7) / 8;
+    if (got % 8) {  // zero-pad the tail of the last word
+      auto* bytes = reinterpret_cast<unsigned char*>(buf.data());
+      for (std::size_t i = got; i < words * 8; ++i) bytes[i] = 0;
+    }
+    std::size_t i = 0;
+    for (; i + 4 <= words; i += 4) {
+      mix(lane[0], buf[i]);
+      mix(lane[1], buf[i + 1]);
+      mix(lane[2], buf[i + 2]);
+      mix(lane[3], buf[i + 3]);
+    }
+    for (; i < words; ++i) mix(lane[i & 3], buf[i]);
+  }
+  std::uint64_t h = total * kP1;
+  for (std::uint64_t l : lane) {
+    h ^= l;
+    h = ((h << 27) | (h >> 37)) * kP2;
+  }
+  h ^= h >> 33;
+  h *= 0xFF51AFD7ED558CCDull;
+  h ^= h >> 33;
+  h *= 0xC4CEB9FE1A85EC53ull;
+  h ^= h >> 33;
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return hex;
+}
+
 std::string utc_now_iso8601() {
   const std::time_t t = std::time(nullptr);
   std::tm tm{};
@@ -129,7 +175,10 @@ Json provenance_json(const std::vector<std::filesystem::path>& inputs) {
   for (const auto& p : inputs) {
     std::error_code ec;
     const auto size = std::filesystem::file_size(p, ec);
-    in.push_back({{"path", p.string()}, {"size_bytes", ec ? 0 : size}, {"sha256", sha256_file(p)}});
+    Json entry = {{"path", p.string()}, {"size_bytes", ec ? 0 : size}};
+    if (!ec && size > kSha256MaxBytes) entry["fast64"] = fast64_file(p);
+    else entry["sha256"] = sha256_file(p);
+    in.push_back(entry);
   }
   return {{"tool", "lgreco"},
           {"version", build_info::version()},

@@ -1,5 +1,9 @@
 #include <catch2/catch.hpp>
 
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
+
 #include "core/provenance.hpp"
 
 TEST_CASE("sha256 matches the FIPS 180-4 examples") {
@@ -17,4 +21,26 @@ TEST_CASE("provenance records the build and the command line") {
   CHECK(p.at("git_sha").get<std::string>().size() > 0);
   CHECK(p.at("cuda").is_boolean());
   CHECK(p.at("created_utc").get<std::string>().back() == 'Z');
+}
+
+TEST_CASE("fast64 identifies content: equal files hash equal, one changed byte changes it") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("lgreco_fast64_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::string content(3 * 1024 * 1024 + 13, '\0');  // spans buffer refills and a ragged tail
+  for (std::size_t i = 0; i < content.size(); ++i) content[i] = static_cast<char>((i * 2654435761u) >> 13);
+  auto write = [&](const fs::path& p, const std::string& c) { std::ofstream(p, std::ios::binary) << c; };
+  write(dir / "a", content);
+  write(dir / "b", content);
+  std::string changed = content;
+  changed[changed.size() - 1] ^= 1;  // last byte, inside the zero-padded tail word
+  write(dir / "c", changed);
+  std::string longer = content + std::string(1, '\0');  // same words after padding, longer length
+  write(dir / "d", longer);
+  const auto a = lgreco::fast64_file(dir / "a");
+  CHECK(a.size() == 16);
+  CHECK(a == lgreco::fast64_file(dir / "b"));
+  CHECK(a != lgreco::fast64_file(dir / "c"));
+  CHECK(a != lgreco::fast64_file(dir / "d"));
+  fs::remove_all(dir);
 }
