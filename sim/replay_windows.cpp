@@ -32,14 +32,20 @@ WindowPlan plan_windows(const std::vector<std::int64_t>& steps, const WindowConf
   if (steps.empty()) throw InputError("trace has no recorded steps");
 
   WindowPlan plan;
-  plan.bursts = find_bursts(steps);
+  // Rows inside the warm-up ran uncompressed in training: skip them when the trace goes beyond it
+  // (the residual is zero when compression starts, as at a burst start); keep them all otherwise.
   std::size_t inside = 0;
   while (inside < steps.size() && steps[inside] < config.warmup_steps) ++inside;
-  if (inside > 0) {
+  if (inside == steps.size()) {
     plan.warmup_shrunk = true;
-    plan.notes.push_back(std::to_string(inside) + " of " + std::to_string(steps.size()) + " recorded steps lie inside the " +
+    plan.notes.push_back("every recorded step (the last is " + std::to_string(steps.back()) + ") lies inside the " +
                          std::to_string(config.warmup_steps) +
-                         "-step warm-up (uncompressed in training); they are replayed as windows all the same");
+                         "-step warm-up: all of them are replayed and the warm-up ends at the first recorded step");
+    inside = 0;
+  }
+  for (Burst b : find_bursts(std::vector<std::int64_t>(steps.begin() + static_cast<std::ptrdiff_t>(inside), steps.end()))) {
+    b.first_row += inside;
+    plan.bursts.push_back(b);
   }
 
   const auto period = static_cast<std::size_t>(config.period_steps);

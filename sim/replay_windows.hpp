@@ -11,9 +11,10 @@
 ///
 /// Windows follow L-GreCo's timeline (reference-lgreco.md): warm-up (uncompressed) for
 /// `warmup_steps`, then one window per `period_steps`. Rules, applied to the recorded step ids:
-/// 1. every recorded row is used: the warm-up only places the schedule's phases. Rows recorded inside
-///    the warm-up (uncompressed in training) are replayed as if the schedule were already in force,
-///    and the plan notes it (`warmup_shrunk`), since a short trace is usually recorded from step 0;
+/// 1. rows with step id < warmup_steps ran uncompressed in training and are skipped when the trace
+///    has rows at or after the warm-up (a burst straddling the warm-up end starts afresh there, as
+///    the residual is zero when compression starts); when every row is inside the warm-up, all rows
+///    are used and the plan notes it (`warmup_shrunk`). warmup_steps = 0 uses every row;
 /// 2. each burst is cut into windows of period_steps consecutive rows; a remainder of the burst is
 ///    merged into the burst's last window, and a burst shorter than period_steps is one window of its
 ///    own length (the plan notes that windows shrank to the trace's bursts);
@@ -55,7 +56,7 @@ struct Window {
 struct WindowPlan {
   std::vector<Burst> bursts;
   std::vector<Window> windows;
-  bool warmup_shrunk = false;   ///< some recorded steps lie inside the configured warm-up
+  bool warmup_shrunk = false;   ///< every recorded step lies inside the configured warm-up
   bool windows_shrunk = false;  ///< some window is shorter than period_steps
   bool acc_shrunk = false;      ///< some window is shorter than acc_steps
   std::vector<std::string> notes;  ///< one sentence per adaptation, for summaries

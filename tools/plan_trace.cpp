@@ -31,7 +31,7 @@ Json trace_job_config(const TraceJob& job, const ClosedLoopResult& r, const Clus
          {"rank_low", job.ranges.rank_low},
          {"rank_high", job.ranges.rank_high},
          {"min_numel", job.ranges.min_numel},
-         {"warmup_steps", job.windows.warmup_steps},
+         {"warmup_steps", job.schedule_warmup ? Json(*job.schedule_warmup) : Json(nullptr)},
          {"period_steps", job.windows.period_steps},
          {"acc_steps", job.windows.acc_steps},
          {"seed", job.seed},

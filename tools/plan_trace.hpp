@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -22,7 +23,7 @@ namespace lgreco::cli {
 /// Options shared by the commands that replay a trace, as text from the command line.
 struct TraceJobArgs {
   std::string trace, family = "powersgd", defaults, engine = "reference", error_mode = "power";
-  std::string backend = "auto", threads, seed = "0", warmup = "1000", period = "1000", acc = "10";
+  std::string backend = "auto", threads, seed = "0", warmup, period = "1000", acc = "10";
   std::string alpha = "1", rank_low = "0.5", rank_high = "2", min_numel = "1024";
 };
 
@@ -37,6 +38,7 @@ struct TraceJob {
   std::vector<std::pair<std::string, std::string>> default_kv;
   sim::CandidateRanges ranges;
   sim::WindowConfig windows;
+  std::optional<std::int64_t> schedule_warmup;  ///< --warmup-steps (default: the first window's start)
   sim::ErrorMode error_mode = sim::ErrorMode::kPower;
   std::string backend_request = "auto";
   int threads = 0;
@@ -57,6 +59,7 @@ struct ClosedLoopResult {
   std::vector<planner::WindowPlan> uniform;    ///< the uniform plan evaluated on each window
   std::vector<std::vector<kernels::MethodSpec>> in_force;  ///< per window, per layer: what ran
   planner::PlanOptions plan;                   ///< the plan options used (forward_s resolved)
+  std::optional<std::int64_t> schedule_warmup; ///< warm-up of the schedule (none: the first window's start)
   std::string backend;                         ///< "cpu" or "cuda": what ran
   double replay_s = 0, grad_bytes = 0;         ///< wall time and fp32 gradient bytes replayed
   Json provenance;                             ///< provenance_json({trace}), hashed while replaying
@@ -73,8 +76,9 @@ struct Cluster;
 /// The resolved configuration recorded in outputs.
 Json trace_job_config(const TraceJob& job, const ClosedLoopResult& r, const Cluster* cluster);
 
-/// The schedule document (schemas/schedule.schema.json) of a closed loop: warm-up (none),
-/// uniform, one phase per plan; `config` is the resolved configuration to record.
+/// The schedule document (schemas/schedule.schema.json) of a closed loop, built by
+/// planner::build_schedule: warm-up (none) [0, N), uniform [N, W_0.end), plan-k [W_k.end, W_{k+1}.end)
+/// (the last open); `config` is the resolved configuration to record.
 Json schedule_json(const TraceJob& job, const ClosedLoopResult& r, const Json& config);
 
 /// A readable summary of the final plan (per layer setting, bytes, error; totals vs uncompressed and

@@ -69,8 +69,8 @@ void add_trace_job_options(ArgParser& p, TraceJobArgs& a, bool trace_required) {
   p.option("--backend", &a.backend, "NAME", "kernels: auto (CUDA when a device is there), cpu or cuda (default auto)");
   p.option("--threads", &a.threads, "N", "worker threads (default: all cores)");
   p.option("--seed", &a.seed, "N", "run seed: random streams and the measurement start (default 0)");
-  p.option("--warmup-steps", &a.warmup, "N", "uncompressed warm-up steps of the schedule (default 1000)");
-  p.option("--period", &a.period, "N", "steps between re-plans (default 1000); windows shrink to shorter bursts");
+  p.option("--warmup-steps", &a.warmup, "N", "uncompressed warm-up steps of the schedule (default: the trace's first step)");
+  p.option("--period", &a.period, "N", "longest window, in steps (default 1000); bursts are cut into windows of this length");
   p.option("--acc-steps", &a.acc, "N", "steps averaged into the measurement matrix A (default 10)");
   p.option("--alpha", &a.alpha, "X", "error budget as a multiple of the uniform plan's total error (default 1)");
   p.option("--rank-low", &a.rank_low, "LOW", "lowest candidate rank as a fraction of the default (default 0.5)");
@@ -96,7 +96,11 @@ TraceJob resolve_trace_job(const TraceJobArgs& a) {
     throw UsageError("rank range must satisfy 0 <= --rank-low <= 1 <= --rank-high");
   }
   j.ranges.min_numel = static_cast<std::uint64_t>(parse_int("--min-numel", a.min_numel));
-  j.windows.warmup_steps = parse_int("--warmup-steps", a.warmup);
+  j.windows.warmup_steps = 0;
+  if (!a.warmup.empty()) {
+    j.schedule_warmup = parse_int("--warmup-steps", a.warmup);
+    j.windows.warmup_steps = *j.schedule_warmup;
+  }
   j.windows.period_steps = parse_int("--period", a.period);
   j.windows.acc_steps = static_cast<int>(parse_int("--acc-steps", a.acc));
   j.error_mode = sim::error_mode_from_name(a.error_mode);
@@ -125,6 +129,7 @@ ClosedLoopResult run_closed_loop(const TraceJob& job, const sim::CollectiveCost*
   r.model = source->model();
   r.world_size = source->world_size();
   r.windows = sim::plan_windows(source->steps(), job.windows);
+  r.schedule_warmup = r.windows.warmup_shrunk ? std::nullopt : job.schedule_warmup;
 
   r.plan = job.plan;
   if (r.plan.forward_s == 0) {

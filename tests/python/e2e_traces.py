@@ -48,7 +48,7 @@ def tiny_model_trace(path, bursts=2, burst_length=12, seed=0):
     """A tiny CNN-like model: each matrix gradient = low rank (decaying spectrum, factors drifting
     slowly step to step) + noise; biases/norms small dense vectors. Compute times ~ numel."""
     rng = np.random.default_rng(seed)
-    steps = [b * 1000 + s for b in range(bursts) for s in range(burst_length)]
+    steps = [100 + b * 1000 + s for b in range(bursts) for s in range(burst_length)]  # recorded after a warm-up
     grads = []
     for spec in TINY_LAYERS:
         shape = spec["shape"]

@@ -36,7 +36,7 @@ def test_schedule_validates_and_has_phases(planned, lgreco):
     assert p.returncode == 0, p.stderr
     doc = json.loads(planned["schedule"].read_text())
     labels = [ph["label"] for ph in doc["phases"]]
-    assert labels == ["warmup", "uniform", "plan-1", "plan-2"]
+    assert labels == ["warmup", "uniform", "plan-0", "plan-1"]
     names = {l["name"] for l in TINY_LAYERS}
     for ph in doc["phases"]:
         assert set(ph["layers"]) == names
@@ -79,7 +79,7 @@ def test_tables_reusable_by_plan_tables(planned, lgreco):
 def test_simulate_with_schedule(planned, lgreco):
     if "simulate" not in lgreco("--list-commands", check=True).stdout.split("\n"):
         pytest.skip("this build has no `simulate` command yet")
-    p = lgreco("simulate", "--schedule", planned["schedule"], "--topology", TOPO)
+    p = lgreco("simulate", "--trace", planned["trace"], "--schedule", planned["schedule"], "--topology", TOPO)
     assert p.returncode == 0, p.stderr
 
 

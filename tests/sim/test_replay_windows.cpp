@@ -52,26 +52,26 @@ TEST_CASE("a short trace inside the warm-up: windows shrink to its bursts") {
   CHECK(plan.notes.size() == 2);
 }
 
-TEST_CASE("rows inside the warm-up are used; long bursts are cut into periods") {
+TEST_CASE("warm-up rows are skipped when the trace goes past the warm-up") {
   WindowConfig cfg;
   cfg.warmup_steps = 5;
   cfg.period_steps = 4;
   cfg.acc_steps = 3;
-  // Burst 0..6: 7 rows = one period of 4 plus a remainder of 3, merged into one window of 7;
-  // burst 20..29: 10 rows = windows of 4 and 6.
-  const auto plan = plan_windows(cat(range(0, 7), range(20, 30)), cfg);
-  CHECK(plan.warmup_shrunk);
+  // Burst 0..11 straddles the warm-up end: rows 5..11 remain, 7 rows = one period of 4 plus a
+  // remainder of 3, merged into one window of 7; burst 20..29: 10 rows = windows of 4 and 6.
+  const auto plan = plan_windows(cat(range(0, 12), range(20, 30)), cfg);
+  CHECK_FALSE(plan.warmup_shrunk);
   REQUIRE(plan.windows.size() == 3);
-  CHECK(plan.windows[0].first_row == 0);
+  CHECK(plan.windows[0].first_row == 5);
   CHECK(plan.windows[0].count == 7);
+  CHECK(plan.windows[0].start_step == 5);
+  CHECK(plan.windows[0].starts_burst);
   CHECK(plan.windows[1].count == 4);
   CHECK(plan.windows[1].starts_burst);
-  CHECK(plan.windows[1].start_step == 20);
   CHECK(plan.windows[2].count == 6);
   CHECK_FALSE(plan.windows[2].starts_burst);
   CHECK(plan.windows[2].start_step == 24);
   CHECK_FALSE(plan.windows_shrunk);
-  CHECK_FALSE(plan_windows(range(5, 9), cfg).warmup_shrunk);
 }
 
 TEST_CASE("bad window configurations are errors") {
@@ -102,7 +102,10 @@ TEST_CASE("windows cover every post-warm-up row once, in order (random traces)")
     CAPTURE(trial, cfg.warmup_steps, cfg.period_steps, cfg.acc_steps, steps.size());
     const auto plan = plan_windows(steps, cfg);
     std::size_t expected_row = 0;
-    CHECK(plan.warmup_shrunk == (steps.front() < cfg.warmup_steps));
+    CHECK(plan.warmup_shrunk == (steps.back() < cfg.warmup_steps));
+    if (!plan.warmup_shrunk) {
+      while (steps[expected_row] < cfg.warmup_steps) ++expected_row;
+    }
     for (std::size_t w = 0; w < plan.windows.size(); ++w) {
       const Window& win = plan.windows[w];
       REQUIRE(win.first_row == expected_row);
@@ -110,7 +113,8 @@ TEST_CASE("windows cover every post-warm-up row once, in order (random traces)")
       CHECK(win.start_step == steps[win.first_row]);
       CHECK(win.end_step == steps[win.first_row + win.count - 1] + 1);  // consecutive inside
       CHECK(win.acc_steps == std::min<int>(cfg.acc_steps, static_cast<int>(win.count)));
-      const bool new_burst = w == 0 || steps[win.first_row] != steps[win.first_row - 1] + 1;
+      const bool new_burst = w == 0 || steps[win.first_row] != steps[win.first_row - 1] + 1 ||
+                             (!plan.warmup_shrunk && steps[win.first_row] == cfg.warmup_steps);
       CHECK(win.starts_burst == new_burst);
       if (win.count < static_cast<std::size_t>(cfg.period_steps)) CHECK(plan.windows_shrunk);
       CHECK(win.count < 2 * static_cast<std::size_t>(cfg.period_steps));
