@@ -18,7 +18,7 @@ OUT=$(cd "$OUT" && pwd)
 IN=$OUT/inputs
 PY=${PY:-/usr/bin/python3}
 MODEL=${LGRECO_NB_MODEL:-resnet18}
-STEPS=${LGRECO_NB_STEPS:-8}
+STEPS=${LGRECO_NB_STEPS:-12}
 TOPOLOGY=${LGRECO_NB_TOPOLOGY:-4x8xA100-1x25G}
 
 find_shared() {
@@ -77,7 +77,7 @@ fi
 m=$(missing "trace synth" plan)
 if [[ -z "$m" ]]; then
   trace
-  "$LGRECO" plan --trace "$IN/trace.h5" --family powersgd --topology "$TOPOLOGY" --warmup-steps $((STEPS / 2)) --period $((STEPS / 2)) \
+  "$LGRECO" plan --trace "$IN/trace.h5" --family powersgd --topology "$TOPOLOGY" --warmup-steps $((STEPS / 3)) --period $((STEPS / 3)) \
     --tables-out "$IN/tables.json" --output "$IN/schedule.json"
   rm -f "$OUT/layer-tradeoffs.html"
   render layer-tradeoffs LGRECO_NB_TABLES="$IN/tables.json" LGRECO_NB_SCHEDULE="$IN/schedule.json"

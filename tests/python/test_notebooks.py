@@ -134,7 +134,7 @@ def test_notebook_intro_names_inputs_and_commands(name):
 # Kept small: one synthetic resnet18 trace of a few steps (the smallest preset), uncompressed on disk,
 # generated once per session and shared by the tests that need it; a handful of what-if points.
 
-TRACE_STEPS = 4
+TRACE_STEPS = 6
 COMPUTE_TFLOPS = 50  # the trace records backward compute times, so communication can hide behind them
 
 
@@ -157,8 +157,8 @@ class Inputs:
         """(tables.json, schedule.json) of a powersgd plan of the trace, phased: warm-up, uniform, two plans."""
         if "plan" not in self.made:
             tables, schedule = self.dir / "tables.json", self.dir / "schedule.json"
-            half = TRACE_STEPS // 2
-            lgreco("plan", "--trace", self.trace(lgreco), "--family", "powersgd", "--warmup-steps", half, "--period", half,
+            third = TRACE_STEPS // 3
+            lgreco("plan", "--trace", self.trace(lgreco), "--family", "powersgd", "--warmup-steps", third, "--period", third,
                    "--tables-out", tables, "--output", schedule, check=True)
             self.made["plan"] = (tables, schedule)
         return self.made["plan"]
