@@ -1,6 +1,10 @@
 #include "traces/reader.hpp"
 
+#include <zlib.h>
+
 #include <algorithm>
+#include <bit>
+#include <cstring>
 #include <set>
 #include <system_error>
 
@@ -10,6 +14,15 @@
 
 namespace lgreco::traces {
 namespace fs = std::filesystem;
+
+namespace {
+// How fetch_raw may read a layer: raw chunks decoded by decode_raw (ok), or the ordinary path.
+struct RawInfo {
+  bool ok = false;
+  bool shuffle = false, deflate = false;
+  std::int64_t chunk = 0;  // elements per chunk along numel
+};
+}  // namespace
 
 struct TraceReader::Impl {
   fs::path path;
@@ -21,6 +34,7 @@ struct TraceReader::Impl {
   h5::Handle file;
   h5::Handle dapl;  // dataset access without chunk cache
   mutable std::vector<std::uint16_t> scratch;
+  std::vector<RawInfo> raw_info;  // per layer: how fetch_raw may read it
 
   std::string layer_ctx(std::size_t i, const char* dataset = "grad") const {
     return ctx + ": layer '" + layers[i].name + "' (" + layer_group_path(i) + "/" + dataset + ")";
@@ -184,6 +198,49 @@ void TraceReader::Impl::read_layers() {
   }
 }
 
+namespace {
+
+// Whether the dataset's storage is one decode_raw decodes exactly: chunked [1, c], filters
+// [shuffle, deflate], [deflate], [shuffle] or none (in that order, nothing else), little-endian.
+RawInfo raw_info_of(hid_t d, StorageDtype dtype) {
+  RawInfo r;
+  if constexpr (std::endian::native != std::endian::little) return r;
+  h5::Handle t(H5Dget_type(d));
+  if (!t.valid() || H5Tget_order(t.get()) != H5T_ORDER_LE) return r;
+  if (static_cast<std::int64_t>(H5Tget_size(t.get())) != storage_bytes(dtype)) return r;
+  h5::Handle dcpl(H5Dget_create_plist(d));
+  if (!dcpl.valid() || H5Pget_layout(dcpl.get()) != H5D_CHUNKED) return r;
+  hsize_t cdims[2] = {0, 0};
+  if (H5Pget_chunk(dcpl.get(), 2, cdims) != 2 || cdims[0] != 1 || cdims[1] < 1) return r;
+  const int nf = H5Pget_nfilters(dcpl.get());
+  if (nf < 0 || nf > 2) return r;
+  std::vector<H5Z_filter_t> ids;
+  for (int k = 0; k < nf; ++k) {
+    unsigned flags = 0;
+    std::size_t nelem = 8;
+    unsigned values[8];
+    char name[64];
+    unsigned config = 0;
+    const H5Z_filter_t id = H5Pget_filter2(dcpl.get(), static_cast<unsigned>(k), &flags, &nelem, values, sizeof name,
+                                           name, &config);
+    if (id < 0) return r;
+    ids.push_back(id);
+  }
+  if (ids.size() == 2) {
+    if (ids[0] != H5Z_FILTER_SHUFFLE || ids[1] != H5Z_FILTER_DEFLATE) return r;
+    r.shuffle = r.deflate = true;
+  } else if (ids.size() == 1) {
+    if (ids[0] == H5Z_FILTER_SHUFFLE) r.shuffle = true;
+    else if (ids[0] == H5Z_FILTER_DEFLATE) r.deflate = true;
+    else return r;
+  }
+  r.chunk = static_cast<std::int64_t>(cdims[1]);
+  r.ok = true;
+  return r;
+}
+
+}  // namespace
+
 void TraceReader::Impl::check_grad(std::size_t i) {
   const TraceLayer& l = layers[i];
   const std::string where = layer_ctx(i);
@@ -215,6 +272,7 @@ void TraceReader::Impl::check_grad(std::size_t i) {
     throw TraceError(where + ": dataset type is " + describe_type(t.get()) + ", but the layer's dtype is " +
                      to_string(l.dtype) + (l.dtype == StorageDtype::kBFloat16 ? " (stored as uint16)" : ""));
   }
+  raw_info.push_back(raw_info_of(d.get(), l.dtype));
 }
 
 std::optional<std::vector<double>> TraceReader::Impl::read_series(const std::string& dpath, const std::string& where) const {
@@ -324,6 +382,119 @@ void TraceReader::read_range(std::size_t layer, std::size_t t, std::int64_t offs
       }
     }
     pos = end;
+  }
+}
+
+bool TraceReader::raw_path(std::size_t layer) const {
+  return layer < impl_->raw_info.size() && impl_->raw_info[layer].ok;
+}
+
+void TraceReader::fetch_raw(std::size_t layer, std::size_t t, RawRow& raw, std::span<float> out) const {
+  const Impl& m = *impl_;
+  raw.done = false;
+  raw.bytes.clear();
+  raw.offsets.assign(1, 0);
+  if (!raw_path(layer) || t >= m.steps.size() || static_cast<std::int64_t>(out.size()) != m.layers[layer].numel) {
+    read(layer, t, out);  // the ordinary path (and its argument errors)
+    raw.done = true;
+    return;
+  }
+  const TraceLayer& l = m.layers[layer];
+  const RawInfo& info = m.raw_info[layer];
+  const std::string where = m.layer_ctx(layer);
+  const std::string dpath = layer_group_path(layer) + "/grad";
+  h5::Handle d = h5::checked(H5Dopen2(m.file.get(), dpath.c_str(), m.dapl.get()), where, "cannot open (corrupt?)");
+  const std::string fail = "cannot read step index " + std::to_string(t) + " (truncated or corrupt data)";
+  for (std::int64_t pos = 0; pos < l.numel; pos += info.chunk) {
+    const hsize_t offset[2] = {static_cast<hsize_t>(t), static_cast<hsize_t>(pos)};
+    hsize_t nbytes = 0;
+    if (H5Dget_chunk_storage_size(d.get(), offset, &nbytes) < 0 || nbytes == 0) {
+      // Not allocated (fill value) or not queryable: the ordinary path handles it.
+      read(layer, t, out);
+      raw.done = true;
+      return;
+    }
+    const std::size_t at = raw.bytes.size();
+    raw.bytes.resize(at + static_cast<std::size_t>(nbytes));
+    std::uint32_t mask = 0;
+    h5::check(H5Dread_chunk(d.get(), H5P_DEFAULT, offset, &mask, raw.bytes.data() + at), where, fail);
+    if (mask != 0) {  // a filter was skipped for this chunk: not what decode_raw expects
+      read(layer, t, out);
+      raw.done = true;
+      return;
+    }
+    raw.offsets.push_back(raw.bytes.size());
+  }
+  raw.shuffle = info.shuffle;
+  raw.deflate = info.deflate;
+  raw.dtype = l.dtype;
+  raw.numel = l.numel;
+  raw.chunk = info.chunk;
+  raw.where = where + ", step index " + std::to_string(t);
+}
+
+void TraceReader::decode_raw(const RawRow& raw, std::span<float> out) {
+  if (raw.done) return;
+  if (static_cast<std::int64_t>(out.size()) != raw.numel) {
+    throw Error(raw.where + ": buffer has " + std::to_string(out.size()) + " elements, expected numel " +
+                std::to_string(raw.numel));
+  }
+  const auto esize = static_cast<std::size_t>(storage_bytes(raw.dtype));
+  const std::size_t n = static_cast<std::size_t>(raw.chunk);  // elements of a stored (padded) chunk
+  const std::size_t cbytes = n * esize;
+  const std::size_t nchunks = raw.offsets.size() - 1;
+  if (static_cast<std::int64_t>(nchunks) != (raw.numel + raw.chunk - 1) / raw.chunk) {
+    throw TraceError(raw.where + ": expected " + std::to_string((raw.numel + raw.chunk - 1) / raw.chunk) +
+                     " chunks, fetched " + std::to_string(nchunks));
+  }
+  // scratch: [0, cbytes) inflated chunk, [cbytes, 2 cbytes) unshuffled chunk.
+  raw.scratch.resize(2 * cbytes);
+  unsigned char* inflated = raw.scratch.data();
+  unsigned char* plain = raw.scratch.data() + cbytes;
+  for (std::size_t k = 0; k < nchunks; ++k) {
+    const unsigned char* src = raw.bytes.data() + raw.offsets[k];
+    const std::size_t srclen = raw.offsets[k + 1] - raw.offsets[k];
+    const unsigned char* data = src;
+    if (raw.deflate) {
+      uLongf dlen = static_cast<uLongf>(cbytes);
+      const int rc = uncompress(inflated, &dlen, src, static_cast<uLong>(srclen));
+      if (rc != Z_OK || dlen != cbytes) {
+        throw TraceError(raw.where + ": chunk " + std::to_string(k) + " does not inflate to " + std::to_string(cbytes) +
+                         " bytes (truncated or corrupt data)");
+      }
+      data = inflated;
+    } else if (srclen != cbytes) {
+      throw TraceError(raw.where + ": chunk " + std::to_string(k) + " has " + std::to_string(srclen) +
+                       " bytes, expected " + std::to_string(cbytes) + " (truncated or corrupt data)");
+    }
+    if (raw.shuffle && esize > 1) {
+      // HDF5 shuffle: byte j of element i is at j * n + i.
+      for (std::size_t j = 0; j < esize; ++j) {
+        const unsigned char* plane = data + j * n;
+        for (std::size_t i = 0; i < n; ++i) plain[i * esize + j] = plane[i];
+      }
+      data = plain;
+    }
+    const std::int64_t pos = static_cast<std::int64_t>(k) * raw.chunk;
+    const std::size_t len = static_cast<std::size_t>(std::min(raw.chunk, raw.numel - pos));
+    float* dst = out.data() + pos;
+    switch (raw.dtype) {
+      case StorageDtype::kFloat32: std::memcpy(dst, data, len * 4); break;
+      case StorageDtype::kFloat16:
+        for (std::size_t i = 0; i < len; ++i) {
+          std::uint16_t h;
+          std::memcpy(&h, data + 2 * i, 2);
+          dst[i] = half_to_float(h);
+        }
+        break;
+      case StorageDtype::kBFloat16:
+        for (std::size_t i = 0; i < len; ++i) {
+          std::uint16_t h;
+          std::memcpy(&h, data + 2 * i, 2);
+          dst[i] = bfloat16_to_float(h);
+        }
+        break;
+    }
   }
 }
 

@@ -112,7 +112,7 @@ void TraceWriter::Impl::create() {
     h5::Handle space = h5::checked(H5Screate_simple(2, dims, maxdims), lctx, "cannot create dataspace");
     h5::Handle dcpl = h5::checked(H5Pcreate(H5P_DATASET_CREATE), lctx, "cannot create property list");
     h5::check(H5Pset_chunk(dcpl.get(), 2, chunk), lctx, "cannot set chunking");
-    h5::check(H5Pset_shuffle(dcpl.get()), lctx, "cannot set the shuffle filter");
+    if (options.shuffle) h5::check(H5Pset_shuffle(dcpl.get()), lctx, "cannot set the shuffle filter");
     if (options.deflate_level > 0) {
       h5::check(H5Pset_deflate(dcpl.get(), static_cast<unsigned>(options.deflate_level)), lctx, "cannot set deflate");
     }

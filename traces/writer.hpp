@@ -19,6 +19,7 @@ namespace lgreco::traces {
 /// Options of the writer.
 struct TraceWriterOptions {
   int deflate_level = 1;  ///< 0..9; 1 favours speed (gradients compress little beyond shuffle)
+  bool shuffle = true;    ///< HDF5 shuffle filter before deflate (off: for tests of other pipelines)
 };
 
 class TraceWriter {
