@@ -31,9 +31,14 @@ class TraceSource : public GradientSource {
   const std::vector<std::int64_t>& steps() const override { return reader_.steps(); }
   const std::vector<SourceLayer>& layers() const override { return layers_; }
   void read(std::size_t layer, std::size_t row, std::span<float> out) const override {
-    // The HDF5 library is not built thread-safe: one read at a time.
-    std::lock_guard<std::mutex> lock(mutex_);
-    reader_.read(layer, row, out);
+    // The HDF5 library is not built thread-safe: only fetching the stored chunks is serialised;
+    // inflating, unshuffling and converting them runs on the calling thread without the lock.
+    thread_local traces::RawRow raw;  // per thread: keeps its buffers between reads
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      reader_.fetch_raw(layer, row, raw, out);
+    }
+    traces::TraceReader::decode_raw(raw, out);
   }
 
  private:
