@@ -10,6 +10,13 @@
 namespace lgreco::planner {
 namespace {
 
+// Byte counts are whole numbers for every fixed-size method; write them as JSON integers then, so
+// a reader sees 77528 rather than 77528.0. Data-dependent sizes (averages over steps) stay fractional.
+Json bytes_json(double bytes) {
+  if (bytes >= 0 && bytes < 9007199254740992.0 && bytes == std::floor(bytes)) return static_cast<std::int64_t>(bytes);
+  return bytes;
+}
+
 Json nullable(const std::optional<double>& v) { return v ? Json(*v) : Json(nullptr); }
 Json ratio(double num, double den) { return den > 0 ? Json(num / den) : Json(nullptr); }
 
@@ -72,7 +79,7 @@ Schedule build_schedule(const Tables& t, const std::vector<WindowPlan>& plans, c
       p.layers.emplace_back(w.layers[i].name, c.spec);
       bytes += phase_bytes(w.layers[i], c.spec, c.bytes);
     }
-    p.predicted["bytes_per_step"] = bytes;
+    p.predicted["bytes_per_step"] = bytes_json(bytes);
     p.predicted["compression_ratio"] = ratio(raw_bytes, bytes);
     return p;
   };
@@ -125,9 +132,9 @@ Schedule build_schedule(const Tables& t, const std::vector<WindowPlan>& plans, c
   const double bytes = s.phases.back().predicted["bytes_per_step"].get<double>();
   double uniform_bytes = 0;
   for (const auto& l : W.back().layers) uniform_bytes += phase_bytes(l, l.candidates[l.default_index].spec, l.candidates[l.default_index].bytes);
-  s.predicted = {{"bytes_per_step", bytes},
-                 {"uniform_bytes_per_step", uniform_bytes},
-                 {"uncompressed_bytes_per_step", raw_bytes},
+  s.predicted = {{"bytes_per_step", bytes_json(bytes)},
+                 {"uniform_bytes_per_step", bytes_json(uniform_bytes)},
+                 {"uncompressed_bytes_per_step", bytes_json(raw_bytes)},
                  {"compression_ratio", ratio(raw_bytes, bytes)},
                  {"uniform_compression_ratio", ratio(raw_bytes, uniform_bytes)},
                  {"compression_ratio_vs_uniform", ratio(uniform_bytes, bytes)},
