@@ -141,9 +141,11 @@ void CollectiveModel::build(const ModelParams& p_, Table& table) const {
   }
 }
 
-double CollectiveModel::shape(Protocol p, double s) const {
+double CollectiveModel::cost(Protocol p, double latency_s, double algbw_Bps, double s) const {
   const ProtocolParams& q = p_.proto[static_cast<int>(p)];
-  return std::max(s, q.ramp_bytes) * (1.0 + q.loss_factor * q.half_bytes / (s + q.half_bytes));
+  const double loss = q.loss_bytes > 0 ? std::pow(q.loss_bytes / s, q.loss_exponent) : 0.0;
+  const double transfer = s * (1.0 + loss) / algbw_Bps;
+  return q.pipelined ? std::max({p_.pipeline_floor_s, latency_s, transfer}) : latency_s + transfer;
 }
 
 std::optional<Choice> CollectiveModel::evaluate(CollectiveKind c, Algorithm a, Protocol p, double size_bytes) const {
@@ -152,7 +154,7 @@ std::optional<Choice> CollectiveModel::evaluate(CollectiveKind c, Algorithm a, P
   const Entry& e = at(c, a, p);
   if (!e.ok) return std::nullopt;
   Choice ch{a, p, 0, e.latency_s, e.algbw_Bps};
-  ch.time_s = size_bytes == 0 ? 0 : e.latency_s + shape(p, size_bytes) / e.algbw_Bps;
+  ch.time_s = size_bytes == 0 ? 0 : cost(p, e.latency_s, e.algbw_Bps, size_bytes);
   return ch;
 }
 

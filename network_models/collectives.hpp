@@ -5,11 +5,18 @@
 /// the buffer for allreduce/broadcast, the whole gathered/scattered buffer for allgather and
 /// reduce-scatter) costs, for each available (algorithm a, protocol p):
 ///
-///   t(a, p, S) = L(a, p) + max(S, R_p) · (1 + κ_p · H_p / (S + H_p)) / algBw(a, p)
+///   transfer(a, p, S) = S · (1 + (H_p / S)^q_p) / algBw(a, p)
+///   additive protocol:   t(a, p, S) = L(a, p) + transfer(a, p, S)
+///   pipelined protocol:  t(a, p, S) = max(F, L(a, p), transfer(a, p, S))
 ///
-/// L and algBw are NCCL's model; R_p (channel ramp: below R_p the bandwidth grows with the size, as
-/// NCCL uses fewer channels), κ_p and H_p (a saturating efficiency 1/(1 + κ·H/(S+H)), from 1/(1+κ)
-/// for small messages to 1 for large ones) are zero/neutral by default and set by calibration.
+/// L and algBw are NCCL's model. NCCL adds latency and transfer for every protocol, which is the
+/// uncalibrated default (all protocols additive, H_p = 0 so transfer = S/algBw, F = 0). Calibration
+/// (fit.hpp) makes LL128 and Simple pipelined: their kernels stream slices through the 2(n−1)
+/// ring steps, so per-step latency overlaps the transfer and a small message costs a fixed
+/// pipeline floor F (one per collective, shared by the pipelined protocols) instead of latency
+/// plus a shrinking transfer. LL stays additive (it is latency-bound: 8-byte flag/data lines, no
+/// slice pipelining to hide behind). (H_p / S)^q_p is a size-dependent efficiency loss (fewer
+/// channels and a partly filled pipeline at mid sizes; vanishes for S ≫ H_p), fitted for Simple.
 /// Selection (ModelParams::selection): NCCL picks the pair that is fastest by its OWN tuning model,
 /// i.e. by the uncalibrated costs t₀(a, p, S) = L₀(a, p) + S / algBw₀(a, p) (NCCL's constants,
 /// neutral shape, default_params), and the hardware then takes whatever that pick really costs:
@@ -66,10 +73,10 @@ struct ProtocolParams {
   double ring_base_s = 0, tree_base_s = 0;         ///< NCCL baseLat
   std::array<double, kNumClasses> ring_hop_s{};    ///< NCCL hwLat, ring, by class
   std::array<double, kNumClasses> tree_hop_s{};    ///< NCCL hwLat, tree, by class
-  double bw_multiplier = 1;  ///< m_p (calibrated; 1 = NCCL)
-  double ramp_bytes = 0;     ///< R_p (calibrated; 0 = none)
-  double loss_factor = 0;    ///< κ_p (calibrated; 0 = none)
-  double half_bytes = 1 << 20;  ///< H_p
+  double bw_multiplier = 1;   ///< m_p (calibrated; 1 = NCCL)
+  bool pipelined = false;     ///< max(F, L, transfer) instead of L + transfer (calibrated; NCCL: false)
+  double loss_bytes = 0;      ///< H_p of the efficiency loss (calibrated; 0 = none)
+  double loss_exponent = 1;   ///< q_p of the efficiency loss, in (0, 1] so the transfer grows with S
 };
 
 /// Every constant of the model for one topology.
@@ -84,6 +91,7 @@ struct ModelParams {
   double net_extra_hop_s = 0;        ///< extra latency per network hop (sockets)
   double nvls_latency_s = 25e-6;
   double nvls_multiplier = 1;
+  double pipeline_floor_s = 0;       ///< F: floor of the pipelined protocols (calibrated; 0 = none)
   bool allow_hierarchical = false;
   Selection selection = Selection::kFastest;
 };
@@ -134,7 +142,8 @@ class CollectiveModel {
   Entry& at(CollectiveKind c, Algorithm a, Protocol p) { return table_[static_cast<int>(c)][static_cast<int>(a)][static_cast<int>(p)]; }
   const Entry& at(CollectiveKind c, Algorithm a, Protocol p) const { return table_[static_cast<int>(c)][static_cast<int>(a)][static_cast<int>(p)]; }
   using Table = std::array<std::array<std::array<Entry, kNumProtocols>, 4>, 4>;
-  double shape(Protocol p, double size_bytes) const;
+  /// t(a, p, S) of the formula above for an entry's latency and algorithm bandwidth (S > 0).
+  double cost(Protocol p, double latency_s, double algbw_Bps, double size_bytes) const;
   void build(const ModelParams& p, Table& table) const;
 
   Embedding emb_;

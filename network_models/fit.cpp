@@ -26,8 +26,9 @@ struct ParamDef {
 const char* kProtoNames[] = {"LL", "LL128", "Simple"};
 const char* kClassNames[] = {"nvlink", "pcie", "net"};
 
-/// All parameters; `defaults` gives NCCL's values (prior centres of latencies).
-std::vector<ParamDef> all_params(const ModelParams& defaults) {
+/// All parameters; `defaults` gives NCCL's values (prior centres of latencies); `floor_centre_s`
+/// is the prior centre of the pipeline floor (NCCL's Simple ring latency for the configuration).
+std::vector<ParamDef> all_params(const ModelParams& defaults, double floor_centre_s = 50e-6) {
   std::vector<ParamDef> d;
   for (int q = 0; q < kNumProtocols; ++q) {
     const std::string p = kProtoNames[q];
@@ -35,14 +36,13 @@ std::vector<ParamDef> all_params(const ModelParams& defaults) {
     d.push_back({p + ".base_latency_us", 1e6, defaults.proto[q].ring_base_s, 1.5, 0.1e-6, 5e-3,
                  [q, ratio](ModelParams& m, double v) { m.proto[q].ring_base_s = v; m.proto[q].tree_base_s = v * ratio; },
                  [q](const ModelParams& m) { return m.proto[q].ring_base_s; }});
-    d.push_back({p + ".bw_multiplier", 1, 1.0, 0.5, 0.02, 1.25, [q](ModelParams& m, double v) { m.proto[q].bw_multiplier = v; },
+    d.push_back({p + ".bw_multiplier", 1, 1.0, 1.5, 0.02, 1.25, [q](ModelParams& m, double v) { m.proto[q].bw_multiplier = v; },
                  [q](const ModelParams& m) { return m.proto[q].bw_multiplier; }});
-    d.push_back({p + ".ramp_bytes", 1, 65536.0, 5.0, 1.0, 4294967296.0, [q](ModelParams& m, double v) { m.proto[q].ramp_bytes = v; },
-                 [q](const ModelParams& m) { return m.proto[q].ramp_bytes; }});
-    d.push_back({p + ".loss_factor", 1, 0.1, 2.0, 1e-6, 1e3, [q](ModelParams& m, double v) { m.proto[q].loss_factor = v; },
-                 [q](const ModelParams& m) { return m.proto[q].loss_factor; }});
-    d.push_back({p + ".half_bytes", 1, 1048576.0, 5.0, 256.0, 68719476736.0, [q](ModelParams& m, double v) { m.proto[q].half_bytes = v; },
-                 [q](const ModelParams& m) { return m.proto[q].half_bytes; }});
+    // Efficiency loss (H/S)^q: read for every protocol, fitted for Simple only (Problem).
+    d.push_back({p + ".loss_bytes", 1, 1048576.0, 5.0, 0.0, 68719476736.0, [q](ModelParams& m, double v) { m.proto[q].loss_bytes = v; },
+                 [q](const ModelParams& m) { return m.proto[q].loss_bytes; }});
+    d.push_back({p + ".loss_exponent", 1, 0.5, 1.0, 0.1, 1.0, [q](ModelParams& m, double v) { m.proto[q].loss_exponent = v; },
+                 [q](const ModelParams& m) { return m.proto[q].loss_exponent; }});
   }
   for (int c = 0; c < kNumClasses; ++c) {
     d.push_back({std::string("hop_scale.") + kClassNames[c], 1, 1.0, 1.0, 0.01, 100.0, [c](ModelParams& m, double v) { m.hop_scale[c] = v; },
@@ -50,6 +50,8 @@ std::vector<ParamDef> all_params(const ModelParams& defaults) {
   }
   d.push_back({"net_efficiency", 1, defaults.net_efficiency, 1.0, 0.01, 1.5, [](ModelParams& m, double v) { m.net_efficiency = v; },
                [](const ModelParams& m) { return m.net_efficiency; }});
+  d.push_back({"pipeline_floor_us", 1e6, floor_centre_s, 2.0, 0.0, 10e-3, [](ModelParams& m, double v) { m.pipeline_floor_s = v; },
+               [](const ModelParams& m) { return m.pipeline_floor_s; }});
   d.push_back({"nvls.latency_us", 1e6, defaults.nvls_latency_s, 1.5, 0.1e-6, 5e-3, [](ModelParams& m, double v) { m.nvls_latency_s = v; },
                [](const ModelParams& m) { return m.nvls_latency_s; }});
   d.push_back({"nvls.bw_multiplier", 1, 1.0, 0.5, 0.02, 3.0, [](ModelParams& m, double v) { m.nvls_multiplier = v; },
@@ -86,12 +88,18 @@ class Problem {
   Problem(const Topology& t, int ranks, CollectiveKind c, const std::vector<NcclTestsPoint>& data, Selection sel)
       : t_(t), emb_(embed(t, ranks)), c_(c), data_(data), base_(default_params(t, emb_)) {
     base_.selection = sel;
-    for (auto& d : all_params(base_)) {
+    // The calibrated form (collectives.hpp): LL additive, LL128 and Simple pipelined.
+    base_.proto[static_cast<int>(Protocol::kLL128)].pipelined = true;
+    base_.proto[static_cast<int>(Protocol::kSimple)].pipelined = true;
+    const auto simple = CollectiveModel(emb_, t, default_params(t, emb_)).evaluate(c, Algorithm::kRing, Protocol::kSimple, 1.0);
+    const double floor_centre = simple ? simple->latency_s : 50e-6;
+    for (auto& d : all_params(base_, floor_centre)) {
       const bool multi = emb_.hosts > 1;
       const bool nvls = t.nvls && emb_.hosts == 1 && emb_.ranks_per_host >= 5 && c != CollectiveKind::kBroadcast;
       if (d.name == "hop_scale.net" || d.name == "net_efficiency") { if (!multi) continue; }
       else if (d.name.rfind("hop_scale.", 0) == 0) { if (d.name != std::string("hop_scale.") + (emb_.intra_class == LinkClass::kNvlink ? "nvlink" : "pcie")) continue; }
       else if (d.name.rfind("nvls.", 0) == 0 && !nvls) continue;
+      else if (d.name.find(".loss_") != std::string::npos && d.name.rfind("Simple.", 0) != 0) continue;
       defs_.push_back(d);
     }
   }
@@ -116,7 +124,7 @@ class Problem {
     return r;
   }
   void clamp(std::vector<double>& x) const {
-    for (std::size_t j = 0; j < x.size(); ++j) x[j] = std::clamp(x[j], std::log(defs_[j].lo), std::log(defs_[j].hi));
+    for (std::size_t j = 0; j < x.size(); ++j) x[j] = std::clamp(x[j], std::log(std::max(defs_[j].lo, 1e-12)), std::log(defs_[j].hi));
   }
   double prior_residual(const std::vector<double>& x, std::size_t j) const {
     return kPriorWeight * (x[j] - std::log(defs_[j].center)) / defs_[j].sigma;
@@ -264,13 +272,17 @@ Json fit_to_json(const FitResult& f, const Json& config, const Json& provenance)
                       {"error_pct", 100 * (p.predicted_s / p.measured_s - 1)}, {"algorithm", to_string(p.algorithm)},
                       {"protocol", to_string(p.protocol)}});
   }
-  return {{"schema_version", 1},
+  Json pipelined = Json::array();
+  for (int q = 0; q < kNumProtocols; ++q)
+    if (f.params.proto[q].pipelined) pipelined.push_back(kProtoNames[q]);
+  return {{"schema_version", 2},
           {"kind", "lgreco-network-fit"},
           {"topology", f.topology},
           {"ranks", f.ranks},
           {"collective", to_string(f.collective)},
           {"nccl_version", f.params.nccl_version},
           {"selection", to_string(f.params.selection)},
+          {"pipelined_protocols", pipelined},
           {"parameters", params},
           {"fit_quality",
            {{"rms_log_error", f.rms_log_error}, {"max_abs_error_pct", 100 * f.max_abs_rel_error}, {"objective", f.objective},
@@ -281,7 +293,9 @@ Json fit_to_json(const FitResult& f, const Json& config, const Json& provenance)
 
 ModelParams params_from_fit(const Json& fit, const std::string& origin, const Topology& t, int ranks) {
   JsonObject o(fit, origin);
-  if (o.get<int>("schema_version") != 1) throw ConfigError(origin + ": schema_version must be 1");
+  const int version = o.get<int>("schema_version");
+  if (version == 1) throw ConfigError(origin + ": schema_version 1 is the earlier model form (channel ramp); rerun `lgreco net calibrate` to refit");
+  if (version != 2) throw ConfigError(origin + ": schema_version " + std::to_string(version) + ", expected 2");
   const std::string kind = o.get<std::string>("kind");
   if (kind != "lgreco-network-fit") throw ConfigError(origin + ": kind \"" + kind + "\", expected \"lgreco-network-fit\"");
   const std::string topo = o.get<std::string>("topology");
@@ -291,6 +305,15 @@ ModelParams params_from_fit(const Json& fit, const std::string& origin, const To
   ModelParams p = default_params(t, ranks);
   p.nccl_version = o.get<std::string>("nccl_version");
   p.selection = parse_selection(o.get_or<std::string>("selection", "fastest"));
+  const Json& pl = o.require("pipelined_protocols");
+  if (!pl.is_array()) throw ConfigError(o.child("pipelined_protocols") + ": expected an array of protocol names");
+  for (const auto& name : pl) {
+    int found = -1;
+    for (int q = 0; q < kNumProtocols; ++q)
+      if (name.is_string() && name.get<std::string>() == kProtoNames[q]) found = q;
+    if (found < 0) throw ConfigError(o.child("pipelined_protocols") + ": " + name.dump() + " is not a protocol (LL, LL128, Simple)");
+    p.proto[found].pipelined = true;
+  }
   JsonObject params(o.require("parameters"), o.child("parameters"));
   for (const auto& d : all_params(p)) {
     auto v = params.get_optional<double>(d.name);

@@ -1,10 +1,12 @@
 #pragma once
 /// Calibration of the collective model (collectives.hpp) against nccl-tests measurements.
 ///
-/// Parameters fitted, all positive and fitted as logarithms (a handful per protocol and link class;
-/// no per-size table, so a fit transfers to other sizes, rank counts and host counts):
-///   per protocol p ∈ {LL, LL128, Simple}: base latency (ring; tree scaled alike), bandwidth
-///   multiplier m_p, ramp R_p, loss factor κ_p, half size H_p;
+/// The fitted model has the calibrated form of collectives.hpp: LL additive (L + transfer), LL128
+/// and Simple pipelined (max(F, L, transfer)). Parameters fitted, all positive and fitted as
+/// logarithms (a handful; no per-size table, so a fit transfers to other sizes, rank counts and
+/// host counts):
+///   per protocol p ∈ {LL, LL128, Simple}: base latency (ring; tree scaled alike) and bandwidth
+///   multiplier m_p; for Simple the efficiency loss H and q; the pipeline floor F;
 ///   hop-latency scale of the intra-host class (nvlink or pcie) and, with several hosts, of the
 ///   network class and the network efficiency η_net; NVLS latency and multiplier when NVLS is used.
 /// Objective: Σ_i w_i·r_i² + Σ_j (λ·(x_j − μ_j)/σ_j)², r_i = ln(predicted_i / measured_i), Cauchy
@@ -49,8 +51,8 @@ FitResult fit_model(const Topology& t, int ranks, CollectiveKind c, const std::v
 /// Predictions of `model` at the measured sizes (the quality table of an uncalibrated model).
 std::vector<FitPoint> compare(const CollectiveModel& model, CollectiveKind c, const std::vector<NcclTestsPoint>& data);
 
-/// The fit document {"schema_version", "kind": "lgreco-network-fit", "topology", "ranks",
-/// "collective", "nccl_version", "selection", "parameters", "fit_quality", "config", "provenance"}.
+/// The fit document {"schema_version": 2, "kind": "lgreco-network-fit", "topology", "ranks",
+/// "collective", "nccl_version", "selection", "pipelined_protocols", "parameters", "fit_quality", "config", "provenance"}.
 Json fit_to_json(const FitResult& f, const Json& config, const Json& provenance);
 
 /// Reads a fit document (strict) and returns the parameters for `t` at `ranks`: NCCL's defaults
