@@ -66,11 +66,14 @@ Topology single(const std::string& name, const std::string& gpu, int nics, doubl
 }  // namespace
 
 GpuSpec gpu_spec(const std::string& name) {
-  // {name, compute capability, dense 16-bit tensor peak FLOP/s, NVLinks, NCCL per-link NVLink GB/s}
+  // {name, compute capability, dense 16-bit tensor peak FLOP/s, NVLinks, NCCL per-link NVLink GB/s,
+  //  memory bandwidth (vendor datasheets: V100 SXM2 900 GB/s, A100 SXM 40 GB 1555, H100 SXM 3350,
+  //  H200 4800, B200 8000, RTX 3090 936, RTX 2080 Ti 616)}
   static const std::vector<GpuSpec> specs{
-      {"V100", 70, 125e12, 6, 20 * kGB},     {"A100", 80, 312e12, 12, 20 * kGB},   {"H100", 90, 989e12, 18, 20.6 * kGB},
-      {"H200", 90, 989e12, 18, 20.6 * kGB},  {"B200", 100, 2250e12, 18, 40.1 * kGB}, {"RTX3090", 86, 35.6e12, 0, 0},
-      {"RTX2080Ti", 75, 53.8e12, 2, 20 * kGB}};
+      {"V100", 70, 125e12, 6, 20 * kGB, 900 * kGB},       {"A100", 80, 312e12, 12, 20 * kGB, 1555 * kGB},
+      {"H100", 90, 989e12, 18, 20.6 * kGB, 3350 * kGB},   {"H200", 90, 989e12, 18, 20.6 * kGB, 4800 * kGB},
+      {"B200", 100, 2250e12, 18, 40.1 * kGB, 8000 * kGB}, {"RTX3090", 86, 35.6e12, 0, 0, 936 * kGB},
+      {"RTX2080Ti", 75, 53.8e12, 2, 20 * kGB, 616 * kGB}};
   std::string known;
   for (const auto& s : specs) {
     if (s.name == name) return s;

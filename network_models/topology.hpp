@@ -49,6 +49,7 @@ struct GpuSpec {
   double dense_peak_flops = 0; ///< dense 16-bit tensor peak, FLOP/s
   int nvlinks = 0;             ///< NVLink links per GPU (0: none)
   double nvlink_Bps = 0;       ///< NCCL's per-link NVLink bandwidth assumption
+  double memory_Bps = 0;       ///< device memory bandwidth (vendor figure), for kernel-time estimates
 };
 
 /// The whole machine or cluster.

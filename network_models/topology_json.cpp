@@ -41,6 +41,7 @@ GpuSpec parse_gpu(const Json& j, const std::string& where) {
   g.dense_peak_flops = positive(o.get<double>("dense_peak_tflops"), o.child("dense_peak_tflops")) * 1e12;
   g.nvlinks = o.get_or<int>("nvlinks", 0);
   g.nvlink_Bps = o.get_or<double>("nvlink_bandwidth_GBps", 0.0) * 1e9;
+  g.memory_Bps = positive(o.get_or<double>("memory_bandwidth_GBps", 1555.0), o.child("memory_bandwidth_GBps")) * 1e9;
   if (g.nvlinks < 0) throw ConfigError(o.child("nvlinks") + ": " + std::to_string(g.nvlinks) + " must be >= 0");
   o.finish();
   return g;
@@ -127,7 +128,8 @@ Json topology_to_json(const Topology& t) {
             {"compute_capability", t.gpu.compute_capability},
             {"dense_peak_tflops", t.gpu.dense_peak_flops / 1e12},
             {"nvlinks", t.gpu.nvlinks},
-            {"nvlink_bandwidth_GBps", t.gpu.nvlink_Bps / 1e9}}},
+            {"nvlink_bandwidth_GBps", t.gpu.nvlink_Bps / 1e9},
+            {"memory_bandwidth_GBps", t.gpu.memory_Bps / 1e9}}},
           {"transport", to_string(t.transport)},
           {"nvls", t.nvls},
           {"p2p", t.p2p},

@@ -63,9 +63,9 @@ void predict(const Window& w, const PlanOptions& o, const sim::CollectiveCost* c
   std::vector<sim::LayerComm> chosen, uniform, raw;
   for (std::size_t i = 0; i < w.layers.size(); ++i) {
     const LayerTable& l = w.layers[i];
-    chosen.push_back(layer_comm_of(l, p.chosen[i]));
-    uniform.push_back(layer_comm_of(l, l.candidates[l.default_index]));
-    raw.push_back(layer_comm_of(l, none_candidate(l)));
+    chosen.push_back(layer_comm_of(l, p.chosen[i], o.kernel_time));
+    uniform.push_back(layer_comm_of(l, l.candidates[l.default_index], o.kernel_time));
+    raw.push_back(layer_comm_of(l, none_candidate(l), o.kernel_time));
   }
   p.step_s = sim::simulate_step(model, chosen, *cost).step_s;
   p.uniform_step_s = sim::simulate_step(model, uniform, *cost).step_s;
@@ -113,7 +113,7 @@ sim::StepModel step_model_of(const Window& w, double forward_s, double optimizer
   return m;
 }
 
-sim::LayerComm layer_comm_of(const LayerTable& layer, const Candidate& c) {
+sim::LayerComm layer_comm_of(const LayerTable& layer, const Candidate& c, const KernelTimeFn& kernel_time) {
   sim::LayerComm lc;
   if (c.collective == sim::Collective::kAllgather) {
     lc.allgather_bytes = c.bytes;
@@ -127,7 +127,13 @@ sim::LayerComm layer_comm_of(const LayerTable& layer, const Candidate& c) {
       lc.allreduce_bytes[0] = c.bytes;
     }
   }
-  lc.compress_s = c.kernel_time_s.value_or(0.0);
+  if (c.kernel_time_s) {
+    lc.compress_s = lc.decompress_s = 0.5 * *c.kernel_time_s;
+  } else if (kernel_time && c.spec.method != "none") {
+    const auto [comp, decomp] = kernel_time(layer, c);
+    lc.compress_s = comp;
+    lc.decompress_s = decomp;
+  }
   return lc;
 }
 
@@ -273,7 +279,7 @@ WindowPlan plan_window(const Window& w, const PlanOptions& o, const sim::Collect
       for (std::size_t c = 0; c < cands.size(); ++c) {
         const Candidate& cand = cands[c] < 0 ? p.chosen[i] : w.layers[i].candidates[cands[c]];
         tl.error.push_back(cand.error);
-        tl.comm.push_back(layer_comm_of(w.layers[i], cand));
+        tl.comm.push_back(layer_comm_of(w.layers[i], cand, o.kernel_time));
         if (cands[c] == p.choice[i]) ref_full[i] = static_cast<int>(c);
       }
       local_index[i] = cands;

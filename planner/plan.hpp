@@ -17,6 +17,8 @@
 /// Planned layers are handed to the engines in DDP bucket order: (bucket, backward_order).
 /// Degenerate input: T = 0 → the uniform plan, status "uniform" and a warning; a budget no plan
 /// meets → status "infeasible" with the least-error plan (dual: least-bytes plan).
+#include <array>
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
@@ -41,6 +43,10 @@ struct Budget {
   double value = 1.0;  ///< α, error, bytes per step, or seconds of communication per step
 };
 
+/// Compression and decompression kernel seconds {compress_s, decompress_s} of a candidate on the
+/// target device, for candidates whose tables carry no measured kernel_time_s.
+using KernelTimeFn = std::function<std::array<double, 2>(const LayerTable&, const Candidate&)>;
+
 /// Everything that shapes one plan.
 struct PlanOptions {
   Engine engine = Engine::kReference;
@@ -54,6 +60,7 @@ struct PlanOptions {
   TimeOptions time;
   double forward_s = 0, optimizer_s = 0;                  ///< step-model constants for predictions
   std::optional<double> bandwidth_Bps;                    ///< for a time budget (dual)
+  KernelTimeFn kernel_time;  ///< kernel time when the tables have none (empty: none charged)
 };
 
 /// The plan for one window, with the same figures for the uniform default and no compression.
@@ -83,7 +90,10 @@ WindowPlan uniform_plan(const Window& w, const PlanOptions& opt, const sim::Coll
 sim::StepModel step_model_of(const Window& w, double forward_s, double optimizer_s);
 
 /// A candidate's communication split for the timeline (PowerSGD P/Q in allreduce rounds 0/1 in the
-/// proportion n : m of its formula; allgather methods in the allgather; kernel time as compress_s).
-sim::LayerComm layer_comm_of(const LayerTable& layer, const Candidate& c);
+/// proportion n : m of its formula; allgather methods in the allgather). Kernel time: the
+/// candidate's measured kernel_time_s split evenly between compression (before the collective)
+/// and decompression (after it), as sim::layer_comm does with a device profile; else
+/// `kernel_time`'s figures; else none. "none" candidates cost no kernel time.
+sim::LayerComm layer_comm_of(const LayerTable& layer, const Candidate& c, const KernelTimeFn& kernel_time = {});
 
 }  // namespace lgreco::planner

@@ -80,6 +80,7 @@ int run_simulate(const std::vector<std::string>& args) {
   net::NetworkCost cost(resolve_model(topology, ranks, fit, &inputs, &t));
   sim::DeviceModel dev;
   dev.dense_peak_flops = t.gpu.dense_peak_flops;
+  if (t.gpu.memory_Bps > 0) dev.memory_Bps = t.gpu.memory_Bps;
   dev.achieved_fraction = parse_double("--achieved-fraction", frac_s);
   if (!(dev.achieved_fraction > 0 && dev.achieved_fraction <= 1)) throw UsageError("--achieved-fraction " + frac_s + ": expected 0 < F <= 1");
   std::optional<kernels::DeviceProfile> profile;

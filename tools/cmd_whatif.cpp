@@ -13,6 +13,7 @@
 #include "core/error.hpp"
 #include "core/provenance.hpp"
 #include "core/units.hpp"
+#include "kernels/method_json.hpp"
 #include "tools/args.hpp"
 #include "tools/command.hpp"
 #include "tools/plan_trace.hpp"
@@ -64,7 +65,7 @@ StepFigures simulate(const planner::Window& w, const planner::PlanOptions& opt, 
       c = t.candidates.at(static_cast<std::size_t>(choice ? (*choice)[l] : t.default_index));
     }
     f.bytes += c.bytes;
-    comm.push_back(planner::layer_comm_of(t, c));
+    comm.push_back(planner::layer_comm_of(t, c, opt.kernel_time));
   }
   const auto r = sim::simulate_step(model, comm, cost);
   f.step_s = r.step_s;
@@ -107,6 +108,8 @@ int run_whatif(const std::vector<std::string>& args) {
   p.option("--gpus-per-node", &gpn, "N", "GPUs per node (default: the topology's)");
   p.option("--plot", &plot, "FILE.png", "also plot speedup against bandwidth (matplotlib, /usr/bin/python3)");
   p.flag("--force", &force, "overwrite an existing plot");
+  KernelTimeArgs kt;
+  add_kernel_time_options(p, kt);
   p.format(&fmt, true);
   if (!p.parse(args)) return 0;
   const Overwrite policy = force ? Overwrite::kAllow : Overwrite::kRefuse;
@@ -123,6 +126,9 @@ int run_whatif(const std::vector<std::string>& args) {
   if (a.trace.empty() == tables.empty()) throw UsageError("lgreco whatif: give exactly one of --trace FILE and --tables FILE");
   TraceJob job = resolve_trace_job(a);
   const Cluster base = make_cluster(topology, std::nullopt, gpus);
+  std::shared_ptr<const kernels::DeviceProfile> profile;
+  if (!kt.profile.empty()) profile = std::make_shared<const kernels::DeviceProfile>(kernels::load_profile(kt.profile));
+  job.plan.kernel_time = kernel_time_fn(kt, base, profile);
   ClosedLoopResult r;
   if (!a.trace.empty()) {
     r = run_closed_loop(job, base.cost.get(), stderr_progress());
@@ -146,10 +152,12 @@ int run_whatif(const std::vector<std::string>& args) {
     for (double bw : bws) {
       throw_if_cancelled();
       const Cluster c = make_cluster(topology, n, gpus, bw);
-      const auto plan = time_aware ? planner::plan_window(w, r.plan, c.cost.get()) : r.plans.back();
-      const auto raw = simulate(w, r.plan, nullptr, true, *c.cost);
-      const auto uni = simulate(w, r.plan, nullptr, false, *c.cost);
-      const auto ada = simulate(w, r.plan, &plan.choice, false, *c.cost);
+      planner::PlanOptions opt = r.plan;
+      opt.kernel_time = kernel_time_fn(kt, c, profile);  // this point's GPU count
+      const auto plan = time_aware ? planner::plan_window(w, opt, c.cost.get()) : r.plans.back();
+      const auto raw = simulate(w, opt, nullptr, true, *c.cost);
+      const auto uni = simulate(w, opt, nullptr, false, *c.cost);
+      const auto ada = simulate(w, opt, &plan.choice, false, *c.cost);
       points.push_back(Json{{"bandwidth_Gbps", units::Bps_to_gbps(bw)},
                             {"nodes", n},
                             {"ranks", c.ranks()},
@@ -173,6 +181,7 @@ int run_whatif(const std::vector<std::string>& args) {
   config["bandwidth"] = bandwidth;
   config["nodes"] = nodes;
   config["replanned_per_point"] = time_aware;
+  config["kernel_time"] = kernel_time_json(kt, &base);
   const Json doc{{"schema_version", 1},
                  {"kind", "lgreco-whatif"},
                  {"model", r.model},

@@ -9,6 +9,7 @@
 #include "core/units.hpp"
 #include "core/error.hpp"
 #include "core/provenance.hpp"
+#include "kernels/method_json.hpp"
 #include "planner/tables.hpp"
 #include "tools/trace_cluster.hpp"
 
@@ -62,6 +63,8 @@ int run_plan_trace(const std::vector<std::string>& args) {
   p.option("--output", &out, "FILE", "schedule to write (JSON)", true, "-o");
   p.option("--tables-out", &tables_out, "FILE", "also write the candidate tables (reusable by plan --tables)");
   p.flag("--force", &force, "overwrite existing outputs");
+  KernelTimeArgs kt;
+  add_kernel_time_options(p, kt);
   p.format(&fmt);
   if (!p.parse(args)) return 0;
   const Overwrite policy = force ? Overwrite::kAllow : Overwrite::kRefuse;
@@ -74,8 +77,15 @@ int run_plan_trace(const std::vector<std::string>& args) {
   if (job.plan.engine == planner::Engine::kTime && !cluster) {
     throw UsageError("--engine time needs --topology (it minimises the predicted step time)");
   }
+  if (!kt.profile.empty() && !cluster) throw UsageError("--kernel-profile needs --topology (kernel time only enters step predictions)");
+  if (cluster) {
+    std::shared_ptr<const kernels::DeviceProfile> profile;
+    if (!kt.profile.empty()) profile = std::make_shared<const kernels::DeviceProfile>(kernels::load_profile(kt.profile));
+    job.plan.kernel_time = kernel_time_fn(kt, *cluster, profile);
+  }
   const ClosedLoopResult r = run_closed_loop(job, cluster ? cluster->cost.get() : nullptr, stderr_progress());
-  const Json config = trace_job_config(job, r, cluster ? &*cluster : nullptr);
+  Json config = trace_job_config(job, r, cluster ? &*cluster : nullptr);
+  config["kernel_time"] = kernel_time_json(kt, cluster ? &*cluster : nullptr);
   const Json schedule = schedule_json(job, r, config);
 
   // Both outputs go to temporary files first and are renamed only when both are complete.

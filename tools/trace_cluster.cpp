@@ -5,6 +5,8 @@
 
 #include "core/error.hpp"
 #include "core/units.hpp"
+#include "kernels/method_json.hpp"
+#include "sim/step_builder.hpp"
 #include "network_models/collectives.hpp"
 #include "network_models/presets.hpp"
 
@@ -50,6 +52,7 @@ Cluster make_cluster(const std::string& topology, std::optional<int> nodes, std:
   }
   Cluster c;
   c.name = name;
+  c.gpu = base.gpu;
   c.nodes = base.hosts();
   c.gpus_per_node = base.gpus_per_host();
   const int ranks = base.gpus();
@@ -63,6 +66,35 @@ Cluster make_cluster(const std::string& topology, std::optional<int> nodes, std:
   c.description = Json{{"name", name},       {"nodes", c.nodes}, {"gpus_per_node", c.gpus_per_node}, {"ranks", ranks},
                        {"gpu", base.gpu.name}, {"inter_node_bandwidth_Gbps", units::Bps_to_gbps(c.inter_node_Bps)}};
   return c;
+}
+
+void add_kernel_time_options(ArgParser& p, KernelTimeArgs& a) {
+  p.option("--kernel-profile", &a.profile, "FILE",
+           "device cost profile (kernels/profiles/<gpu>.json) for compression kernel time in step predictions "
+           "(default: memory-traffic estimate on the topology's GPU)");
+  p.flag("--no-kernel-time", &a.none, "charge no compression kernel time in step predictions");
+}
+
+planner::KernelTimeFn kernel_time_fn(const KernelTimeArgs& a, const Cluster& cluster,
+                                     std::shared_ptr<const kernels::DeviceProfile> profile) {
+  if (a.none) return {};
+  sim::DeviceModel dev;
+  dev.dense_peak_flops = cluster.gpu.dense_peak_flops > 0 ? cluster.gpu.dense_peak_flops : dev.dense_peak_flops;
+  if (cluster.gpu.memory_Bps > 0) dev.memory_Bps = cluster.gpu.memory_Bps;
+  const int ranks = cluster.ranks();
+  return [dev, ranks, profile](const planner::LayerTable& l, const planner::Candidate& c) -> std::array<double, 2> {
+    const kernels::MethodSpec m = kernels::method_from_json(Json{{"method", c.spec.method}, {"params", c.spec.params}}, l.name);
+    sim::LayerSpec spec{l.name, l.shape, 1};
+    const sim::LayerComm lc = sim::layer_comm(spec, m, ranks, dev, profile.get());
+    return {lc.compress_s, lc.decompress_s};
+  };
+}
+
+Json kernel_time_json(const KernelTimeArgs& a, const Cluster* cluster) {
+  if (a.none || !cluster) return Json{{"source", "none"}};
+  if (!a.profile.empty()) return Json{{"source", "profile"}, {"profile", a.profile}};
+  const double mem = cluster->gpu.memory_Bps > 0 ? cluster->gpu.memory_Bps : sim::DeviceModel{}.memory_Bps;
+  return Json{{"source", "memory-traffic estimate"}, {"gpu", cluster->gpu.name}, {"memory_bandwidth_GBps", mem / 1e9}};
 }
 
 }  // namespace lgreco::cli

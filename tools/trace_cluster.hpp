@@ -6,7 +6,11 @@
 #include <string>
 
 #include "core/json_util.hpp"
+#include "kernels/profile.hpp"
+#include "network_models/topology.hpp"
+#include "planner/plan.hpp"
 #include "sim/timeline.hpp"
+#include "tools/args.hpp"
 
 namespace lgreco::cli {
 
@@ -17,6 +21,7 @@ struct Cluster {
   int ranks() const { return nodes * gpus_per_node; }
   double inter_node_Bps = 0;                 ///< per-node network bandwidth (0: single node)
   std::shared_ptr<const sim::CollectiveCost> cost;
+  net::GpuSpec gpu;                          ///< the GPU of every rank
   Json description = Json::object();         ///< resolved configuration, for outputs
 };
 
@@ -24,5 +29,23 @@ struct Cluster {
 /// overrides. Throws ConfigError naming the topology and the bad value.
 Cluster make_cluster(const std::string& topology, std::optional<int> nodes = std::nullopt,
                      std::optional<int> gpus_per_node = std::nullopt, std::optional<double> inter_node_Bps = std::nullopt);
+
+/// How step predictions charge compression kernel time (plan --trace, whatif).
+struct KernelTimeArgs {
+  std::string profile;  ///< device cost profile (kernels/profiles/<gpu>.json); empty: estimate
+  bool none = false;    ///< --no-kernel-time
+};
+
+/// Declares --kernel-profile and --no-kernel-time.
+void add_kernel_time_options(ArgParser& p, KernelTimeArgs& a);
+
+/// The kernel-time charge of the step predictions on `cluster` (its GPU and rank count): the
+/// profile's compress + decompress time when `profile` is given, else the memory-traffic estimate
+/// of sim::layer_comm on the cluster's GPU (sim/step_builder.hpp); empty with --no-kernel-time.
+planner::KernelTimeFn kernel_time_fn(const KernelTimeArgs& a, const Cluster& cluster,
+                                     std::shared_ptr<const kernels::DeviceProfile> profile);
+
+/// The resolved choice for outputs: {"source": "profile"|"memory-traffic estimate"|"none", ...}.
+Json kernel_time_json(const KernelTimeArgs& a, const Cluster* cluster);
 
 }  // namespace lgreco::cli

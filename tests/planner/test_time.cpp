@@ -130,3 +130,39 @@ TEST_CASE("time engine beats the reference when overlap hides an early bucket", 
   REQUIRE(*t.step_s < *ref.step_s);
   REQUIRE(t.total_error <= 3.5);
 }
+
+TEST_CASE("kernel time: measured kernel_time_s split evenly, else the kernel-time function, never for none", "[time]") {
+  LayerTable l;
+  l.name = "w";
+  l.shape = {64, 32};
+  l.numel = 2048;
+  Candidate c;
+  c.spec = normalize_method("topk", Json{{"density", 0.1}}, "c");
+  c.bytes = 1000;
+  c.collective = sim::Collective::kAllgather;
+  int calls = 0;
+  const KernelTimeFn fn = [&calls](const LayerTable& layer, const Candidate& cand) -> std::array<double, 2> {
+    ++calls;
+    CHECK(layer.name == "w");
+    CHECK(cand.spec.method != "none");
+    return {3e-3, 5e-3};
+  };
+  sim::LayerComm lc = layer_comm_of(l, c);
+  CHECK(lc.compress_s == 0);
+  CHECK(lc.decompress_s == 0);
+  lc = layer_comm_of(l, c, fn);
+  CHECK(lc.compress_s == 3e-3);
+  CHECK(lc.decompress_s == 5e-3);
+  CHECK(lc.allgather_bytes == 1000);
+  c.kernel_time_s = 8e-3;  // measured: wins over the function
+  lc = layer_comm_of(l, c, fn);
+  CHECK(lc.compress_s == 4e-3);
+  CHECK(lc.decompress_s == 4e-3);
+  Candidate none;
+  none.spec = normalize_method("none", Json::object(), "none");
+  none.bytes = 4 * 2048;
+  lc = layer_comm_of(l, none, fn);
+  CHECK(lc.compress_s == 0);
+  CHECK(lc.decompress_s == 0);
+  CHECK(calls == 1);
+}

@@ -5,6 +5,7 @@ import json
 
 import pytest
 
+from conftest import REPO
 from e2e_traces import tiny_model_trace
 
 KEYS = ["bandwidth_Gbps", "nodes", "ranks", "uncompressed_step_s", "uniform_step_s", "adaptive_step_s",
@@ -77,3 +78,37 @@ def test_bad_grid_is_a_usage_error(trace, lgreco):
     p = lgreco("whatif", "--trace", trace, "--bandwidth", "400Gbps:1Gbps:3")
     assert p.returncode == 2
     assert "--bandwidth" in p.stderr
+
+
+def test_kernel_time_enters_the_predictions(trace, lgreco, tmp_path):
+    """Compression kernel time is charged like `lgreco simulate` does: an estimate on the topology's
+    GPU by default, a device profile's figures with --kernel-profile, nothing with --no-kernel-time.
+    A profile with 1 s of fixed cost per PowerSGD layer must show up in full: compression runs on the
+    compute stream, so the step is at least compute + 0.5 s per compressed layer (half the profile's
+    time is charged before the collective)."""
+    tables = tmp_path / "t.json"
+    lgreco("plan", "--trace", trace, "-o", tmp_path / "s.json", "--tables-out", tables, check=True)
+    layers = json.loads(tables.read_text())["windows"][-1]["layers"]
+    compressed = sum(1 for l in layers if l["candidates"][l["default"]]["method"] != "none")
+    assert compressed > 0
+    prof = json.loads((REPO / "kernels" / "profiles" / "a100.json").read_text())
+    prof["methods"]["powersgd"]["overhead_us"] = 1e6
+    slow = tmp_path / "slow.json"
+    slow.write_text(json.dumps(prof))
+    args = ["--tables", tables, "--bandwidth", "10Gbps,100Gbps", "--nodes", "2", "--format", "json"]
+    runs = {}
+    for name, extra in {"none": ["--no-kernel-time"], "estimate": [], "slow": ["--kernel-profile", slow]}.items():
+        doc = json.loads(lgreco("whatif", *args, *extra, check=True).stdout)
+        runs[name] = doc
+    assert runs["none"]["config"]["kernel_time"] == {"source": "none"}
+    assert runs["estimate"]["config"]["kernel_time"]["source"] == "memory-traffic estimate"
+    assert runs["estimate"]["config"]["kernel_time"]["memory_bandwidth_GBps"] == pytest.approx(1555)
+    assert runs["slow"]["config"]["kernel_time"] == {"source": "profile", "profile": str(slow)}
+    for a, b, c in zip(runs["none"]["points"], runs["estimate"]["points"], runs["slow"]["points"]):
+        # "none" layers cost no kernel time: the uncompressed step is the same in all three.
+        assert a["uncompressed_step_s"] == b["uncompressed_step_s"] == c["uncompressed_step_s"]
+        assert b["uniform_step_s"] > a["uniform_step_s"]
+        assert c["uniform_step_s"] >= c["compute_s"] + 0.5 * compressed
+        assert c["uniform_step_s"] <= a["uniform_step_s"] + 1.0 * compressed + 1e-9
+    p = lgreco("whatif", *args, "--kernel-profile", tmp_path / "missing.json")
+    assert p.returncode != 0 and "missing.json" in p.stderr
