@@ -110,11 +110,11 @@ MethodSpec normalize_method(const std::string& method, const Json& params, const
     }
     if (d->type == Type::kInt || d->type == Type::kNumber) {
       const double x = v.get<double>();
+      if (method == "topk" && p.key() == "momentum" && !(x >= 0 && x < 1)) throw ConfigError(bad + ": expected a number in [0, 1)");
       if (x < d->lo || x > d->hi) throw ConfigError(bad + ": out of range [" + Json(d->lo).dump() + ", " + Json(d->hi).dump() + "]");
       if ((method == "topk" || method == "randomk") && p.key() == "density") {
         if (x <= 0) throw ConfigError(bad + ": density must be in (0, 1]");
       }
-      if (method == "topk" && p.key() == "momentum" && x >= 1) throw ConfigError(bad + ": momentum must be in [0, 1)");
     }
     out.params[p.key()] = d->type == Type::kInt ? Json(v.get<std::int64_t>()) : v;
   }

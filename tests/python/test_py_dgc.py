@@ -38,3 +38,25 @@ def test_hook_rejects_what_it_does_not_implement(tmp_path, params, word):
     ok = make_schedule([(0, None, "uniform", {n: {"method": "topk", "params": {}} for n in shapes})], shapes)
     path.write_text(json.dumps(ok))
     ScheduleHook(model, str(path))
+
+
+def test_plan_with_dgc_topk_and_bad_momentum_in_a_schedule(tmp_path, lgreco):
+    """Planning a DGC top-k family runs (momentum correction in the replay's trajectory), every
+    top-k setting of the schedule keeps the DGC params, and a schedule with momentum out of range
+    is refused naming the parameter and the value."""
+    from e2e_traces import tiny_model_trace
+
+    trace, sched = tmp_path / "t.h5", tmp_path / "s.json"
+    tiny_model_trace(trace, bursts=2, burst_length=12)
+    lgreco("plan", "--trace", trace, "--family", "topk", "--error-mode", "trajectory", "--default",
+           "density=0.01,selection=dgc,momentum=0.9,warmup_steps=3", "-o", sched, check=True)
+    lgreco("schedule", "validate", sched, check=True)
+    doc = json.loads(sched.read_text())
+    topk = [m for ph in doc["phases"] for m in ph["layers"].values() if m["method"] == "topk"]
+    assert topk and all(m["params"]["momentum"] == 0.9 and m["params"]["warmup_steps"] == 3
+                        and m["params"]["selection"] == "dgc" for m in topk)
+    topk[0]["params"]["momentum"] = 1.5
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(doc))
+    p = lgreco("schedule", "validate", bad)
+    assert p.returncode != 0 and "'momentum' = 1.5" in p.stderr and "[0, 1)" in p.stderr, p.stderr
