@@ -4,8 +4,9 @@
 /// compress(acc) → reconstruction c = C(acc) written into `out`, plus the exact wire size, the
 /// collective, the allreduce round split and (top-k) the encoding used. Error feedback is NOT done
 /// by a compressor: kernels/error_feedback.hpp runs acc = g + e; c = C(acc); e ← acc − c for every
-/// method alike. Per-layer state that a method keeps across steps (PowerSGD's warm-start Q) lives
-/// in LayerState, owned by the caller (normally ErrorFeedback).
+/// method alike (with top-k's DGC momentum correction folded in, see error_feedback.hpp). Per-layer
+/// state that a method keeps across steps (PowerSGD's warm-start Q, DGC's velocity) lives in
+/// LayerState, owned by the caller (normally ErrorFeedback).
 ///
 /// Validation done by every backend before any work (Compressor::compress is non-virtual):
 /// - acc.size() == out.size() == product(shape) (shape empty = 1-D), N < 2^32;
@@ -46,6 +47,10 @@ struct CompressInfo {
   TopkEncoding encoding = TopkEncoding::kAuto;  ///< top-k: the encoding used (never kAuto there)
   std::uint64_t kept = 0;                       ///< top-k/random-k: entries sent; powersgd: r_eff
   bool compressed = true;                       ///< false when PowerSGD sent the layer dense
+  /// top-k: the transmitted indices, strictly increasing (kept entries). Points into the
+  /// compressor's scratch: valid until its next compress call. The CPU backend always fills it for
+  /// top-k; the CUDA backend when momentum > 0 (it costs a device-to-host copy). Empty otherwise.
+  std::span<const std::uint32_t> sent_indices;
 };
 
 /// Backend-specific per-layer storage (device copies of the state); owned by LayerState.
@@ -57,6 +62,7 @@ class BackendState {
 /// Everything kept per layer across steps. The host fields are the canonical state.
 struct LayerState {
   std::vector<float> residual;           ///< error-feedback residual e (numel), managed by ErrorFeedback
+  std::vector<float> velocity;           ///< DGC momentum velocity u (numel) when momentum > 0, by ErrorFeedback
   std::vector<float> q;                  ///< PowerSGD warm-start Q, m×r_eff row-major; empty = none yet
   std::int64_t q_rows = 0;               ///< m of q
   std::int64_t q_cols = 0;               ///< r_eff of q

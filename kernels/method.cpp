@@ -177,6 +177,11 @@ MethodSpec parse_method(std::string_view name, const ParamList& params) {
         if (key == "density") s.topk.density = r.real(0.0, 1.0, true);
         else if (key == "encoding") s.topk.encoding = r.choice(kEnc);
         else if (key == "selection") s.topk.selection = r.choice(kSel);
+        else if (key == "momentum") {
+          s.topk.momentum = r.real_raw();
+          if (!(s.topk.momentum >= 0.0 && s.topk.momentum < 1.0))
+            r.fail("a number in [0, 1) (0 = no momentum correction; DGC uses 0.9)");
+        } else if (key == "warmup_steps") s.topk.warmup_steps = r.integer(0, INT64_MAX);
         else ok = false;
         break;
       case Method::kRandomK:
@@ -240,7 +245,9 @@ ParamList resolved_params(const MethodSpec& s) {
     case Method::kTopK:
       return {{"density", num(s.topk.density)},
               {"encoding", name_of(kEnc, s.topk.encoding)},
-              {"selection", name_of(kSel, s.topk.selection)}};
+              {"selection", name_of(kSel, s.topk.selection)},
+              {"momentum", num(s.topk.momentum)},
+              {"warmup_steps", std::to_string(s.topk.warmup_steps)}};
     case Method::kRandomK:
       return {{"density", num(s.randomk.density)}, {"scaled", s.randomk.scaled ? "true" : "false"}};
     case Method::kQsgd:
@@ -265,7 +272,9 @@ std::string describe(const MethodSpec& s) {
   std::string out = method_name(s.method);
   switch (s.method) {
     case Method::kPowerSgd: return out + "(rank=" + std::to_string(s.powersgd.rank) + ")";
-    case Method::kTopK: return out + "(density=" + num(s.topk.density) + ")";
+    case Method::kTopK:
+      return out + "(density=" + num(s.topk.density) + (s.topk.momentum > 0 ? ",momentum=" + num(s.topk.momentum) : "") +
+             (s.topk.warmup_steps > 0 ? ",warmup_steps=" + std::to_string(s.topk.warmup_steps) : "") + ")";
     case Method::kRandomK: return out + "(density=" + num(s.randomk.density) + ")";
     case Method::kQsgd: return out + "(levels=" + std::to_string(s.qsgd.levels) + ")";
     case Method::kMaxMin: return out + "(bits=" + std::to_string(s.maxmin.bits) + ")";

@@ -14,7 +14,7 @@
 /// | powersgd | rank (4, ≥ 0), power_iterations (1, 1..16), min_compression_rate (2, > 0),        |
 /// |          | warm_start (true), orthogonalization ("auto" | "gram-schmidt" | "qr"), seed (0)     |
 /// | topk     | density (0.01, (0, 1]), encoding ("auto" | "pairs" | "bitmap" | "delta"),         |
-/// |          | selection ("exact" | "dgc")                                                       |
+/// |          | selection ("exact" | "dgc"), momentum (0, [0, 1)), warmup_steps (0, ≥ 0)          |
 /// | randomk  | density (0.01, (0, 1]), scaled (false: values sent as they are; true: × N/k)       |
 /// | qsgd     | bits (4, 2..16) or levels (s, 1..32767; bits b ⇔ s = 2^(b−1) − 1; not both),        |
 /// |          | bucket_size (512, ≥ 1), norm ("l2" | "max"), encoding ("fixed" | "elias")          |
@@ -64,11 +64,19 @@ struct PowerSgdParams {
   std::uint64_t seed = 0;                ///< seed of the first Q
 };
 
-/// Top-k parameters.
+/// Top-k parameters. `momentum` and `warmup_steps` are DGC's (Lin et al. 2018, §3.2 and §3.4):
+/// - momentum m > 0 turns on momentum correction with factor masking, done by ErrorFeedback
+///   (kernels/error_feedback.hpp): u ← m·u + g; v ← v + u; send top-k of v; u, v ← 0 where sent.
+///   m = 0 is plain error feedback, bit for bit.
+/// - warmup_steps W > 0 turns on the warm-up density schedule: the density used at training step t
+///   is topk_density_at(params, t) (kernels/wire.hpp): 25 %, 6.25 %, 1.5625 %, … (×1/4 every W
+///   steps) until it would fall to `density` or below, then `density`.
 struct TopkParams {
-  double density = 0.01;                        ///< k = N == 0 ? 0 : max(1, ceil(density·N))
+  double density = 0.01;                        ///< target: k = N == 0 ? 0 : max(1, ceil(density·N))
   TopkEncoding encoding = TopkEncoding::kAuto;  ///< index encoding on the wire
   TopkSelection selection = TopkSelection::kExact;  ///< exact or DGC sampled threshold
+  double momentum = 0.0;                        ///< DGC momentum correction m in [0, 1) (applied in fp32)
+  std::int64_t warmup_steps = 0;                ///< DGC warm-up: steps per stage; 0 = no warm-up
 };
 
 /// Random-k parameters.

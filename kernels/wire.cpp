@@ -34,6 +34,15 @@ std::uint64_t sparse_k(std::uint64_t numel, double density) {
   return std::min<std::uint64_t>(numel, static_cast<std::uint64_t>(k));
 }
 
+double topk_density_at(const TopkParams& p, std::uint64_t step) {
+  if (p.warmup_steps <= 0) return p.density;
+  const std::uint64_t stage = step / static_cast<std::uint64_t>(p.warmup_steps);
+  // 0.25·4^(−stage) = 2^(−2−2·stage); below 2^−1074 it is 0 in double, so stop early.
+  if (stage >= 600) return p.density;
+  const double warm = std::ldexp(1.0, -2 - 2 * static_cast<int>(stage));
+  return std::max(p.density, warm);
+}
+
 std::uint64_t topk_bytes(TopkEncoding enc, std::uint64_t numel, std::uint64_t k, std::uint64_t delta_bits) {
   switch (enc) {
     case TopkEncoding::kPairs: return 8 * k;
@@ -65,6 +74,12 @@ int qsgd_code_bits(int levels) { return ceil_log2(2 * static_cast<std::uint64_t>
 int nuqsgd_code_bits(int levels) { return 1 + ceil_log2(static_cast<std::uint64_t>(levels) + 2); }
 
 WireSize wire_size(const MethodSpec& spec, std::span<const std::int64_t> shape, std::uint64_t N) {
+  MethodSpec steady = spec;
+  steady.topk.warmup_steps = 0;
+  return wire_size(steady, shape, N, 0);
+}
+
+WireSize wire_size(const MethodSpec& spec, std::span<const std::int64_t> shape, std::uint64_t N, std::uint64_t step) {
   WireSize w;
   auto allgather = [&](std::uint64_t bytes) {
     w.collective = Collective::kAllgather;
@@ -92,7 +107,7 @@ WireSize wire_size(const MethodSpec& spec, std::span<const std::int64_t> shape, 
       break;
     }
     case Method::kTopK: {
-      const std::uint64_t k = sparse_k(N, spec.topk.density);
+      const std::uint64_t k = sparse_k(N, topk_density_at(spec.topk, step));
       TopkEncoding e = spec.topk.encoding;
       if (e == TopkEncoding::kAuto) e = topk_auto_encoding(N, k);
       if (e == TopkEncoding::kDelta) e = TopkEncoding::kPairs;  // data dependent: estimate

@@ -12,7 +12,11 @@
 ///   topk       k = N == 0 ? 0 : max(1, ceil(density·N)); pairs 8k; bitmap ceil(N/8) + 4k;
 ///              delta 4k + ceil(Σ gamma_len(gap)/8), gaps = idx0 + 1, idx_j − idx_{j−1};
 ///              auto = min(pairs, bitmap), ties → pairs. DGC selection sends k' ≤ k entries
-///              (k' = entries actually kept) with the same formulas.            allgather
+///              (k' = entries actually kept) with the same formulas. With warm-up
+///              (warmup_steps W > 0) k is taken at the step's density d(t) =
+///              topk_density_at(params, t) (below), so the bytes of step t are the formulas
+///              with k(t) = max(1, ceil(d(t)·N)); momentum correction does not change the size.
+///                                                                              allgather
 ///   randomk    4k (indices come from the shared seed)                           allreduce
 ///   qsgd       fixed: ceil(N·ceil(log2(2s+1))/8) + 4·ceil(N/bucket); elias: ceil(B/8) +
 ///              4·ceil(N/bucket), B = Σ_i gamma_len(ξ_i + 1) + [ξ_i ≠ 0] (ξ = level magnitude,
@@ -75,6 +79,13 @@ MatrixView powersgd_view(std::span<const std::int64_t> shape, std::uint64_t nume
 /// k of top-k / random-k: N == 0 ? 0 : max(1, ceil(density·N)) (ceil computed in double, clamped ≤ N).
 std::uint64_t sparse_k(std::uint64_t numel, double density);
 
+/// DGC's warm-up density of top-k at training step t (the trace's step id):
+///   W = warmup_steps = 0:  d(t) = density
+///   W > 0:                 d(t) = max(density, 0.25·4^(−floor(t / W)))   (4^(−j) exact in double)
+/// i.e. stages of W steps at 25 %, 6.25 %, 1.5625 %, 0.390625 %, … while that is above the target,
+/// then the target density for good (target 0.1 %: five distinct densities; target ≥ 25 %: none).
+double topk_density_at(const TopkParams& p, std::uint64_t step);
+
 /// Top-k payload bytes for a concrete encoding (not kAuto); `delta_bits` only used by kDelta.
 std::uint64_t topk_bytes(TopkEncoding enc, std::uint64_t numel, std::uint64_t k, std::uint64_t delta_bits = 0);
 
@@ -94,6 +105,11 @@ int nuqsgd_code_bits(int levels);
 /// encoding kDelta, topk with DGC selection and qsgd with Elias encoding the size depends on the
 /// data: this returns an estimate (full k with pairs for delta, auto for DGC, the fixed code width
 /// for Elias) and CompressInfo::wire carries the exact figure of a compression.
+/// This form is the steady state: top-k at its target density (after any warm-up).
 WireSize wire_size(const MethodSpec& spec, std::span<const std::int64_t> shape, std::uint64_t numel);
+
+/// The wire size at training step `step`: as above, with top-k's k at topk_density_at(step).
+WireSize wire_size(const MethodSpec& spec, std::span<const std::int64_t> shape, std::uint64_t numel,
+                   std::uint64_t step);
 
 }  // namespace lgreco::kernels

@@ -34,7 +34,9 @@ const std::map<std::string, std::vector<ParamDef>>& defs() {
       {"topk",
        {{"density", Type::kNumber, 0.01, 0, 1, {}},
         {"encoding", Type::kString, "auto", 0, 0, {"auto", "pairs", "bitmap", "delta"}},
-        {"selection", Type::kString, "exact", 0, 0, {"exact", "dgc"}}}},
+        {"selection", Type::kString, "exact", 0, 0, {"exact", "dgc"}},
+        {"momentum", Type::kNumber, 0.0, 0, 1, {}},
+        {"warmup_steps", Type::kInt, 0, 0, 9.2e18, {}}}},
       {"randomk", {{"density", Type::kNumber, 0.01, 0, 1, {}}}},
       {"qsgd",
        {{"bits", Type::kInt, 4, 2, 32, {}},
@@ -108,8 +110,9 @@ MethodSpec normalize_method(const std::string& method, const Json& params, const
     }
     if (d->type == Type::kInt || d->type == Type::kNumber) {
       const double x = v.get<double>();
+      if (method == "topk" && p.key() == "momentum" && !(x >= 0 && x < 1)) throw ConfigError(bad + ": expected a number in [0, 1)");
       if (x < d->lo || x > d->hi) throw ConfigError(bad + ": out of range [" + Json(d->lo).dump() + ", " + Json(d->hi).dump() + "]");
-      if (method == "topk" || method == "randomk") {
+      if ((method == "topk" || method == "randomk") && p.key() == "density") {
         if (x <= 0) throw ConfigError(bad + ": density must be in (0, 1]");
       }
     }

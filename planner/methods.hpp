@@ -8,7 +8,9 @@
 ///   rate = min_compression_rate; then 4·r·(n+m) (P = 4rn in allreduce round 0, Q = 4rm in round 1),
 ///   else 4N in round 0
 /// - topk: k = N == 0 ? 0 : max(1, ⌈density·N⌉); pairs 8k, bitmap ⌈N/8⌉+4k, auto = min (allgather);
-///   "delta" is data dependent (no closed form here)
+///   "delta" is data dependent (no closed form here). With DGC's warm-up (warmup_steps > 0) the
+///   bytes here are the steady state at the target density; the first steps of training send more
+///   (kernels/wire.hpp: topk_density_at). momentum does not change the size.
 /// - randomk: 4k (allreduce); qsgd: ⌈N·⌈log2(2s+1)⌉/8⌉ + 4⌈N/bucket⌉ with s = levels or 2^(bits−1)−1
 /// - maxmin: N < 16 → 4N, else ⌈bits·N/8⌉ + 8⌈N/bucket⌉; sign: ⌈N/8⌉ + 4⌈N/bucket⌉;
 ///   terngrad: ⌈2N/8⌉ + 4; nuqsgd: ⌈N·(1+⌈log2(s+2)⌉)/8⌉ + 4⌈N/bucket⌉ (allgather)

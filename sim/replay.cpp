@@ -28,6 +28,7 @@ void add_bytes(std::atomic<double>& total, double v) {
 kernels::LayerState copy_state(const kernels::LayerState& s) {
   kernels::LayerState c;
   c.residual = s.residual;
+  c.velocity = s.velocity;
   c.q = s.q;
   c.q_rows = s.q_rows;
   c.q_cols = s.q_cols;

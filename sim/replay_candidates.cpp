@@ -118,7 +118,9 @@ FamilyDefaults parse_family_defaults(Family family, const std::vector<std::pair<
   kernels::ParamList psgd, mm, tk;
   for (const auto& [k, v] : kv) {
     if (k == "bits" || k == "bucket_size" || k == "rounding") mm.emplace_back(k, v);
-    else if (family == Family::kAll && (k == "density" || k == "encoding" || k == "selection")) tk.emplace_back(k, v);
+    else if (family == Family::kAll && (k == "density" || k == "encoding" || k == "selection" || k == "momentum" ||
+                                        k == "warmup_steps"))
+      tk.emplace_back(k, v);
     else psgd.emplace_back(k, v);
   }
   d.sparse = kernels::parse_method("topk", tk);
@@ -126,7 +128,7 @@ FamilyDefaults parse_family_defaults(Family family, const std::vector<std::pair<
     d.matrix = kernels::parse_method("powersgd", psgd);
   } catch (const ConfigError& e) {
     throw ConfigError("family " + to_string(family) + ": --default: " + e.what() +
-                      " (max-min keys: bits, bucket_size, rounding; top-k keys with family all: density, encoding, selection)");
+                      " (max-min keys: bits, bucket_size, rounding; top-k keys with family all: density, encoding, selection, momentum, warmup_steps)");
   }
   d.other = kernels::parse_method("maxmin", mm);
   return d;

@@ -43,7 +43,7 @@ struct FamilyDefaults {
 
 /// Builds the defaults from "key=value" pairs (`--default rank=4`). Keys are the family method's
 /// parameters; for mixed, powersgd keys and maxmin keys (bits, bucket_size, rounding) may be mixed;
-/// for all, also topk keys (density, encoding, selection).
+/// for all, also topk keys (density, encoding, selection, momentum, warmup_steps).
 /// Unknown keys are ConfigError naming the key and the family.
 FamilyDefaults parse_family_defaults(Family family, const std::vector<std::pair<std::string, std::string>>& kv);
 

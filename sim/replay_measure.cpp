@@ -50,8 +50,10 @@ MethodSpec measurement_spec(const MethodSpec& candidate, int iterations, std::ui
 
 namespace {
 bool data_dependent(const MethodSpec& s) {
+  // Top-k with warm-up is step dependent: the measured size is the one of the step's density.
   return (s.method == Method::kTopK &&
-          (s.topk.encoding == kernels::TopkEncoding::kDelta || s.topk.selection == kernels::TopkSelection::kDgc)) ||
+          (s.topk.encoding == kernels::TopkEncoding::kDelta || s.topk.selection == kernels::TopkSelection::kDgc ||
+           s.topk.warmup_steps > 0)) ||
          (s.method == Method::kQsgd && s.qsgd.encoding == kernels::QsgdEncoding::kElias);
 }
 }  // namespace

@@ -17,7 +17,7 @@ double frobenius_distance(std::span<const float> a, std::span<const float> b);
 kernels::MethodSpec measurement_spec(const kernels::MethodSpec& candidate, int iterations, std::uint64_t seed);
 
 /// Measures every candidate on A (numel = product of shape). `ctx` keys random streams (step =
-/// the window's last step). `scratch` has A's size. In kExact mode PowerSGD errors come from the
+/// the window's last step; top-k with a warm-up uses that step's density). `scratch` has A's size. In kExact mode PowerSGD errors come from the
 /// exact best-rank errors of A (kernels::cpu::exact_rank_errors), computed once for all ranks.
 std::vector<CandidateMeasure> measure_on_matrix(std::span<const float> a, std::span<const std::int64_t> shape,
                                                 const std::vector<kernels::MethodSpec>& candidates, ErrorMode mode,
@@ -25,7 +25,8 @@ std::vector<CandidateMeasure> measure_on_matrix(std::span<const float> a, std::s
                                                 std::span<float> scratch);
 
 /// The bytes a schedule running `spec` sends, given what a compression reported: the formula for
-/// data-independent sizes (kernels::wire_size), the measured size for data-dependent ones.
+/// data-independent sizes (kernels::wire_size), the measured size for data-dependent ones and for
+/// top-k with a warm-up (whose size depends on the step: the compression's step density).
 double candidate_bytes(const kernels::MethodSpec& spec, std::span<const std::int64_t> shape, std::uint64_t numel,
                        const kernels::CompressInfo* measured);
 

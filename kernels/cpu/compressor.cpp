@@ -24,7 +24,7 @@ class CpuCompressor final : public Compressor {
                            const LayerContext& ctx) override {
     const std::uint64_t n = acc.size();
     CompressInfo info;
-    info.wire = wire_size(spec_, ctx.shape, n);
+    info.wire = wire_size(spec_, ctx.shape, n, ctx.step);
     const std::uint64_t stream = rng::stream_of(ctx.step, ctx.index);
     switch (spec_.method) {
       case Method::kNone:
@@ -102,7 +102,7 @@ class CpuCompressor final : public Compressor {
   void topk(std::span<const float> acc, std::span<float> out, const LayerContext& ctx, std::uint64_t stream,
             CompressInfo& info) {
     const std::uint64_t n = acc.size();
-    const std::uint64_t k = sparse_k(n, spec_.topk.density);
+    const std::uint64_t k = sparse_k(n, topk_density_at(spec_.topk, ctx.step));
     if (spec_.topk.selection == TopkSelection::kExact) topk_exact(acc, k, indices_);
     else topk_dgc(acc, k, ctx.seed, stream, DgcSampling{}, indices_);
     gather(acc, indices_, values_);
@@ -113,6 +113,7 @@ class CpuCompressor final : public Compressor {
     const std::uint64_t bits = enc == TopkEncoding::kDelta ? delta_gamma_bits(indices_) : 0;
     info.encoding = enc;
     info.kept = kept;
+    info.sent_indices = indices_;
     info.wire.allgather_bytes = topk_bytes(enc, n, kept, bits);
     info.wire.bytes = info.wire.allgather_bytes;
   }

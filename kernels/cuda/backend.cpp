@@ -31,7 +31,7 @@ class CudaCompressor final : public Compressor {
                            const LayerContext& ctx) override {
     const std::uint64_t n = acc.size();
     CompressInfo info;
-    info.wire = wire_size(spec_, ctx.shape, n);
+    info.wire = wire_size(spec_, ctx.shape, n, ctx.step);
     const std::uint64_t stream = rng::stream_of(ctx.step, ctx.index);
     Stream s = stream_.get();
     x_.reserve(n * 4);
@@ -139,7 +139,7 @@ class CudaCompressor final : public Compressor {
   void topk(const float* x, std::uint64_t n, float* o, const LayerContext& ctx, std::uint64_t stream,
             CompressInfo& info) {
     Stream s = stream_.get();
-    const std::uint64_t k = sparse_k(n, spec_.topk.density);
+    const std::uint64_t k = sparse_k(n, topk_density_at(spec_.topk, ctx.step));
     reserve_sparse(n, k);
     auto* idx = idx_.as<std::uint32_t>();
     std::uint64_t kept = k;
@@ -162,6 +162,13 @@ class CudaCompressor final : public Compressor {
     info.kept = kept;
     info.wire.allgather_bytes = topk_bytes(enc, n, kept, bits);
     info.wire.bytes = info.wire.allgather_bytes;
+    if (spec_.topk.momentum > 0) {
+      // ErrorFeedback masks DGC's velocity on the host at these indices.
+      host_idx_.resize(kept);
+      synchronize(s);
+      if (kept > 0) copy_to_host(host_idx_.data(), idx, kept * 4);
+      info.sent_indices = host_idx_;
+    }
   }
 
   // Returns whether the reconstruction is in the device output buffer.
@@ -209,6 +216,7 @@ class CudaCompressor final : public Compressor {
   StreamHandle stream_;
   std::unique_ptr<BlasHandle> blas_;
   DeviceBuffer x_, out_, codes_, scales_, counter_, ws_, idx_, vals_, q_, p_, scratch_;
+  std::vector<std::uint32_t> host_idx_;
   std::uint64_t n_buckets_ = 1;
 };
 

@@ -82,6 +82,15 @@ class ScheduleHook:
                     raise ScheduleError(f"{schedule.source}: phases[{i}].layers['{name}']: topk with "
                                         "encoding 'delta' or selection 'dgc' is not supported by the DDP "
                                         "hook (payload size not fixed by the shape)")
+                if m.name == "topk" and m.params["momentum"] != 0:
+                    raise ScheduleError(f"{schedule.source}: phases[{i}].layers['{name}']: topk momentum = "
+                                        f"{m.params['momentum']!r} (DGC momentum correction) is not supported by "
+                                        "the DDP hook: it keeps plain error feedback and leaves momentum to the "
+                                        "optimizer; use momentum 0")
+                if m.name == "topk" and m.params["warmup_steps"] != 0:
+                    raise ScheduleError(f"{schedule.source}: phases[{i}].layers['{name}']: topk warmup_steps = "
+                                        f"{m.params['warmup_steps']!r} (DGC warm-up) is not supported by the DDP "
+                                        "hook: it sends the phase's density at every step; use warmup_steps 0")
         mism = schedule.prediction_mismatches(self.shapes)
         if check_predicted and mism:
             i, pred, got = mism[0]

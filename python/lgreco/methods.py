@@ -19,7 +19,10 @@ payload one worker contributes to the collective per step, for a gradient of N f
 
 The top-k "delta" encoding (Elias-gamma gaps) has a data-dependent size; the DDP hook needs
 equal-size allgather payloads known from shapes alone, so the hook rejects it (the planner may
-still price it). Same for "dgc" selection, whose count is not exactly k.
+still price it). Same for "dgc" selection, whose count is not exactly k, and for DGC's momentum
+correction ("momentum" > 0) and warm-up ("warmup_steps" > 0), which the hook does not implement.
+Top-k bytes here are the steady state (target density); with a warm-up the simulator's kernels
+use the density of each step (kernels/wire.hpp, topk_density_at).
 """
 from __future__ import annotations
 
@@ -48,7 +51,7 @@ DEFAULTS: Dict[str, Dict[str, Any]] = {
     "bf16": {},
     "powersgd": {"rank": 4, "power_iterations": 1, "min_compression_rate": 2, "warm_start": True,
                  "orthogonalization": "auto", "seed": 0},
-    "topk": {"density": 0.01, "encoding": "auto", "selection": "exact"},
+    "topk": {"density": 0.01, "encoding": "auto", "selection": "exact", "momentum": 0, "warmup_steps": 0},
     "randomk": {"density": 0.01},
     "qsgd": {"bits": 4, "bucket_size": 512, "norm": "l2"},  # "levels" may replace "bits"
     "maxmin": {"bits": 4, "bucket_size": 1024, "rounding": "stochastic"},
@@ -133,6 +136,10 @@ def parse_method(obj: Any, where: str = "method") -> Method:
         if name == "topk":
             _need_choice(w, "encoding", p["encoding"], ["auto", "pairs", "bitmap", "delta"])
             _need_choice(w, "selection", p["selection"], ["exact", "dgc"])
+            mo = p["momentum"]
+            if isinstance(mo, bool) or not isinstance(mo, (int, float)) or not (0 <= mo < 1):
+                raise ScheduleError(f"{w}: param 'momentum' = {mo!r}, expected a number in [0, 1)")
+            _need_int(w, "warmup_steps", p["warmup_steps"], 0)
     elif name == "qsgd":
         _need_int(w, "bucket_size", p["bucket_size"], 1)
         _need_choice(w, "norm", p["norm"], ["l2", "max"])

@@ -1,5 +1,6 @@
 // The CUDA backend of the Compressor interface against the CPU backend, through ErrorFeedback
-// (acc = g + e; c = C(acc); e ← acc − c) over three consecutive steps of several layers.
+// (acc = g + e; c = C(acc); e ← acc − c; for top-k with DGC momentum also the velocity and its
+// masking at the sent indices the backend reports) over three consecutive steps of several layers.
 // Model: every method except PowerSGD is bit-identical on both backends (same formulas, draws and
 // reductions; see gpu_quantize/gpu_topk/gpu_cast), so reconstructions, residuals and CompressInfo
 // (wire bytes, round split, collective, encoding, kept, compressed) must be equal exactly, step
@@ -45,6 +46,8 @@ const std::vector<MethodCase>& methods() {
       {"topk", {}},
       {"topk", {{"density", "0.1"}, {"encoding", "delta"}}},
       {"topk", {{"density", "0.05"}, {"selection", "dgc"}}},
+      {"topk", {{"density", "0.05"}, {"momentum", "0.9"}}},
+      {"topk", {{"density", "0.05"}, {"selection", "dgc"}, {"momentum", "0.9"}, {"warmup_steps", "1"}}},
       {"randomk", {}},
       {"randomk", {{"density", "0.2"}, {"scaled", "true"}}},
       {"powersgd", {}},
@@ -122,6 +125,7 @@ void run_backends() {
           expect_bits(acc_g, acc_c, "acc", c);
           expect_bits(rec_g, rec_c, "reconstruction", c);
           expect_bits(res_g, res_c, "residual", c);
+          expect_bits(ef_gpu.state(li).velocity, ef_cpu.state(li).velocity, "momentum velocity", c);
         } else {
           double mx = 0;
           for (float v : acc_c) mx = std::max(mx, static_cast<double>(std::fabs(v)));

@@ -11,7 +11,7 @@ add_test(NAME lgreco_test_cuda_host_pack COMMAND lgreco_test_cuda_host_pack)
 
 # GPU tests: label "gpu"; exit 77 = skipped without a device, a failure with LGRECO_REQUIRE_GPU=1.
 if(LGRECO_HAVE_CUDA)
-  foreach(_gpu_test cast quantize topk powersgd compressor)
+  foreach(_gpu_test cast quantize topk powersgd compressor momentum)
     lgreco_add_gpu_test(lgreco_gpu_${_gpu_test} SOURCES ${CMAKE_CURRENT_LIST_DIR}/gpu_${_gpu_test}.cpp LIBS lgreco_kernels)
   endforeach()
 endif()
