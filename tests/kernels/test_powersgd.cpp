@@ -158,6 +158,7 @@ TEST_CASE("exact best-rank-k errors equal sqrt of the tail of known singular val
     const auto a = with_singular_values(c.n, c.m, sigma, 100 + c.n);
     cpu::ExactRankOptions opt;
     opt.dense_limit = c.dense_limit;
+    opt.tolerance = 1e-6;  // certified relative accuracy of e_k (≤ 1e-6·‖A‖_F), far inside the check below
     const std::int64_t kmax = std::min<std::int64_t>(p + 2, 12);
     const auto r = cpu::exact_rank_errors(a, c.n, c.m, 0, kmax, opt);
     double fro = 0;
