@@ -87,6 +87,8 @@ std::vector<CandidateMeasure> measure_on_matrix(std::span<const float> a, std::s
       const auto v = kernels::powersgd_view(shape, numel, candidates.front().powersgd);
       kernels::cpu::ExactRankOptions eo;
       eo.seed = options.seed;
+      // Certified to the relative accuracy eo.tolerance when exact.converged; otherwise every error
+      // is still an upper bound on the best rank-k error (Ritz values bound σ² from below).
       exact = kernels::cpu::exact_rank_errors(a, v.n, v.m, k_min, k_max, eo);
     }
   }
