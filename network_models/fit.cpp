@@ -263,19 +263,40 @@ FitResult fit_model(const Topology& t, int ranks, CollectiveKind c, const std::v
   return res;
 }
 
-Json fit_to_json(const FitResult& f, const Json& config, const Json& provenance) {
-  Json params = Json::object();
-  for (const auto& d : all_params(f.params)) params[d.name] = d.get(f.params) * d.json_factor;
+HoldoutCheck holdout_check(const Topology& t, int ranks, CollectiveKind c, const std::vector<NcclTestsPoint>& data,
+                           Selection selection) {
+  if (data.size() < 4) throw InputError("held-out check needs at least 4 measured sizes, got " + std::to_string(data.size()));
+  std::vector<NcclTestsPoint> sorted = data, even, odd;
+  std::stable_sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.size_bytes < b.size_bytes; });
+  for (std::size_t i = 0; i < sorted.size(); ++i) (i % 2 == 0 ? even : odd).push_back(sorted[i]);
+  HoldoutCheck h;
+  h.even_to_odd = compare(CollectiveModel(t, ranks, fit_model(t, ranks, c, even, selection).params), c, odd);
+  h.odd_to_even = compare(CollectiveModel(t, ranks, fit_model(t, ranks, c, odd, selection).params), c, even);
+  for (const auto* v : {&h.even_to_odd, &h.odd_to_even})
+    for (const auto& p : *v) h.max_abs_rel_error = std::max(h.max_abs_rel_error, std::abs(p.predicted_s / p.measured_s - 1));
+  return h;
+}
+
+namespace {
+Json points_json(const std::vector<FitPoint>& pts) {
   Json points = Json::array();
-  for (const auto& p : f.points) {
+  for (const auto& p : pts) {
     points.push_back({{"size_bytes", p.size_bytes}, {"measured_us", p.measured_s * 1e6}, {"predicted_us", p.predicted_s * 1e6},
                       {"error_pct", 100 * (p.predicted_s / p.measured_s - 1)}, {"algorithm", to_string(p.algorithm)},
                       {"protocol", to_string(p.protocol)}});
   }
+  return points;
+}
+}  // namespace
+
+Json fit_to_json(const FitResult& f, const Json& config, const Json& provenance, const HoldoutCheck* holdout) {
+  Json params = Json::object();
+  for (const auto& d : all_params(f.params)) params[d.name] = d.get(f.params) * d.json_factor;
+  const Json points = points_json(f.points);
   Json pipelined = Json::array();
   for (int q = 0; q < kNumProtocols; ++q)
     if (f.params.proto[q].pipelined) pipelined.push_back(kProtoNames[q]);
-  return {{"schema_version", 2},
+  Json doc{{"schema_version", 2},
           {"kind", "lgreco-network-fit"},
           {"topology", f.topology},
           {"ranks", f.ranks},
@@ -289,6 +310,13 @@ Json fit_to_json(const FitResult& f, const Json& config, const Json& provenance)
             {"starts", f.starts}, {"points", points}}},
           {"config", config},
           {"provenance", provenance}};
+  if (holdout) {
+    doc["holdout"] = {{"split", "points sorted by size; fit on the even-indexed half, predict the odd, and the reverse"},
+                      {"max_abs_error_pct", 100 * holdout->max_abs_rel_error},
+                      {"even_to_odd", points_json(holdout->even_to_odd)},
+                      {"odd_to_even", points_json(holdout->odd_to_even)}};
+  }
+  return doc;
 }
 
 ModelParams params_from_fit(const Json& fit, const std::string& origin, const Topology& t, int ranks) {
@@ -326,7 +354,7 @@ ModelParams params_from_fit(const Json& fit, const std::string& origin, const To
     d.set(p, internal);
   }
   params.finish();
-  o.allow({"fit_quality", "config", "provenance"});
+  o.allow({"fit_quality", "holdout", "config", "provenance"});
   o.finish();
   return p;
 }

@@ -48,12 +48,24 @@ struct FitResult {
 FitResult fit_model(const Topology& t, int ranks, CollectiveKind c, const std::vector<NcclTestsPoint>& data,
                     Selection selection = Selection::kFastest);
 
+/// How a calibration transfers to sizes it has not seen: the points sorted by size are split into
+/// even- and odd-indexed halves; fit on one half, predict the other, both ways round.
+struct HoldoutCheck {
+  std::vector<FitPoint> even_to_odd, odd_to_even;  ///< predictions of the held-out half
+  double max_abs_rel_error = 0;                    ///< worst |predicted/measured − 1| of both
+};
+
+/// The two-fold check above; InputError with fewer than 4 points.
+HoldoutCheck holdout_check(const Topology& t, int ranks, CollectiveKind c, const std::vector<NcclTestsPoint>& data,
+                           Selection selection = Selection::kFastest);
+
 /// Predictions of `model` at the measured sizes (the quality table of an uncalibrated model).
 std::vector<FitPoint> compare(const CollectiveModel& model, CollectiveKind c, const std::vector<NcclTestsPoint>& data);
 
 /// The fit document {"schema_version": 2, "kind": "lgreco-network-fit", "topology", "ranks",
 /// "collective", "nccl_version", "selection", "pipelined_protocols", "parameters", "fit_quality", "config", "provenance"}.
-Json fit_to_json(const FitResult& f, const Json& config, const Json& provenance);
+/// With `holdout`, the document also has "holdout": {"max_abs_error_pct", "even_to_odd", "odd_to_even"}.
+Json fit_to_json(const FitResult& f, const Json& config, const Json& provenance, const HoldoutCheck* holdout = nullptr);
 
 /// Reads a fit document (strict) and returns the parameters for `t` at `ranks`: NCCL's defaults
 /// for that configuration with the fitted parameters applied. ConfigError when the fit was made

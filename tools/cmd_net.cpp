@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <iostream>
 #include <limits>
+#include <optional>
 
 #include "core/provenance.hpp"
 #include "core/units.hpp"
@@ -81,7 +82,9 @@ int run_calibrate(const std::vector<std::string>& args) {
   const Json config{{"source", file}, {"topology", topology}, {"ranks", ranks}, {"collective", net::to_string(c)}, {"selection", selection},
                     {"time_column", "out-of-place"}, {"loss", "soft-L1 on ln(predicted/measured), scale 0.05"},
                     {"optimizer", "Levenberg-Marquardt, 400 seeded starts"}};
-  const Json doc = net::fit_to_json(fit, config, provenance_json(inputs));
+  std::optional<net::HoldoutCheck> holdout;
+  if (run.points.size() >= 4) holdout = net::holdout_check(t, ranks, c, run.points, net::parse_selection(selection));
+  const Json doc = net::fit_to_json(fit, config, provenance_json(inputs), holdout ? &*holdout : nullptr);
   write_json_file(out, doc, policy);
   if (fmt == Format::kJson) {
     std::cout << doc.dump(2) << "\n";
@@ -89,6 +92,19 @@ int run_calibrate(const std::vector<std::string>& args) {
     print_points(fit.points);
     std::printf("rms ln-error %.4f, max |error| %.1f %%, %zu points; wrote %s\n", fit.rms_log_error, 100 * fit.max_abs_rel_error,
                 fit.points.size(), out.c_str());
+    if (holdout) {
+      // Where the model is least certain: the worst held-out size of each direction.
+      auto worst = [](const std::vector<net::FitPoint>& v) {
+        const net::FitPoint* w = &v.front();
+        for (const auto& p : v)
+          if (std::abs(p.predicted_s / p.measured_s - 1) > std::abs(w->predicted_s / w->measured_s - 1)) w = &p;
+        return *w;
+      };
+      const auto a = worst(holdout->even_to_odd), b = worst(holdout->odd_to_even);
+      std::printf("held-out check (fit on every other size, predict the rest): worst %+.1f %% at %.0f B (even→odd), "
+                  "%+.1f %% at %.0f B (odd→even)\n",
+                  100 * (a.predicted_s / a.measured_s - 1), a.size_bytes, 100 * (b.predicted_s / b.measured_s - 1), b.size_bytes);
+    }
   }
   return 0;
 }

@@ -161,3 +161,33 @@ TEST_CASE("fit documents: pipelined protocols round-trip; old and malformed docu
   bad.erase("pipelined_protocols");
   CHECK_THROWS_WITH(params_from_fit(bad, "fit.json", t, 8), Catch::Contains("pipelined_protocols"));
 }
+
+TEST_CASE("two-fold held-out check on the A100 sweep, both directions within the bars", "[fit]") {
+  const auto run = load_nccl_tests(testing::a100_sweep());
+  const Topology t = preset_topology("dgx-a100");
+  const HoldoutCheck h = holdout_check(t, 8, CollectiveKind::kAllreduce, run.points);
+  REQUIRE(h.even_to_odd.size() == 9);
+  REQUIRE(h.odd_to_even.size() == 9);
+  double worst = 0;
+  for (const auto* v : {&h.even_to_odd, &h.odd_to_even}) {
+    for (const auto& p : *v) {
+      const double err = std::abs(p.predicted_s / p.measured_s - 1);
+      CAPTURE(p.size_bytes, p.measured_s * 1e6, p.predicted_s * 1e6, err);
+      CHECK(err <= (p.size_bytes >= kMiB ? kLargeTolerance : kSmallTolerance));
+      worst = std::max(worst, err);
+    }
+  }
+  CHECK(h.max_abs_rel_error == Approx(worst).epsilon(1e-12));
+  // Held out means held out: the even→odd half equals a fit on the even rows alone.
+  std::vector<NcclTestsPoint> even;
+  for (std::size_t i = 0; i < run.points.size(); i += 2) even.push_back(run.points[i]);
+  const CollectiveModel m(t, 8, fit_model(t, 8, CollectiveKind::kAllreduce, even).params);
+  for (const auto& p : h.even_to_odd) CHECK(p.predicted_s == m.best(CollectiveKind::kAllreduce, p.size_bytes).time_s);
+  // The fit document carries it and still reads back.
+  const FitResult all = fit_model(t, 8, CollectiveKind::kAllreduce, run.points);
+  const lgreco::Json doc = fit_to_json(all, {{"source", "test"}}, {{"tool", "test"}}, &h);
+  CHECK(doc.at("holdout").at("even_to_odd").size() == 9);
+  CHECK(doc.at("holdout").at("max_abs_error_pct").get<double>() == Approx(100 * worst));
+  CHECK_NOTHROW(params_from_fit(doc, "fit.json", t, 8));
+  CHECK_THROWS_AS(holdout_check(t, 8, CollectiveKind::kAllreduce, {run.points.begin(), run.points.begin() + 3}), lgreco::InputError);
+}
