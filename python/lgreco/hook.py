@@ -321,6 +321,11 @@ class ScheduleHook:
             off += flat.numel()
 
     def _powersgd(self, items, world: int) -> None:
+        """PowerSGD on the mean of the ranks' matrices M (acc = g + e), per layer:
+        for each of the layer's power_iterations: orthogonalise Q; P = allreduce(M·Q) (a sum);
+        orthogonalise P; Q = allreduce(Mᵀ·P) / world. Then M̂ = P·Qᵀ, e = acc − M̂, and Q warm-starts
+        the next step. Layers of one bucket share each round's two allreduces; a layer with fewer
+        iterations drops out of the later rounds, so the bytes are power_iterations × (P + Q)."""
         live = []
         for name, flat, n, m, r, p in items:
             acc = flat.clone()
@@ -333,30 +338,38 @@ class ScheduleHook:
                 q = self._init_q(name, m, r, p)
             elif q.shape[2] != r:
                 q = resize_q(q, r, p["seed"], self.step, self.layer_index[name])
-            orthogonalize(q, p["orthogonalization"])
-            mat = flat.view(1, n, m)
-            live.append((name, flat, acc, mat, q, torch.bmm(mat, q), p))
+            live.append({"name": name, "flat": flat, "acc": acc, "mat": flat.view(1, n, m), "q": q, "p": p,
+                         "pm": None})
         if not live:
             return
-        pcat = torch.cat([x[5].view(-1) for x in live])
-        self._allreduce(pcat, "powersgd_p_bytes")
-        off = 0
-        qs = []
-        for name, flat, acc, mat, q, pm, p in live:
-            pm = pcat[off: off + pm.numel()].view(pm.shape)
-            off += pm.numel()
-            orthogonalize(pm, p["orthogonalization"])
-            qs.append((pm, torch.bmm(mat.transpose(1, 2), pm)))
-        qcat = torch.cat([q.view(-1) for _, q in qs])
-        self._allreduce(qcat, "powersgd_q_bytes")
-        qcat.div_(world)
-        off = 0
-        for (name, flat, acc, mat, _, _, p), (pm, qn) in zip(live, qs):
-            q = qcat[off: off + qn.numel()].view(qn.shape).clone()
-            off += qn.numel()
-            torch.bmm(pm, q.transpose(1, 2), out=mat)
-            self._err[name] = acc - flat
-            self._q[name] = q
+        rounds = max(x["p"]["power_iterations"] for x in live)
+        for it in range(rounds):
+            act = [x for x in live if x["p"]["power_iterations"] > it]
+            pms = []
+            for x in act:
+                orthogonalize(x["q"], x["p"]["orthogonalization"])
+                pms.append(torch.bmm(x["mat"], x["q"]))
+            pcat = torch.cat([pm.view(-1) for pm in pms])
+            self._allreduce(pcat, "powersgd_p_bytes")
+            off = 0
+            qs = []
+            for x, pm in zip(act, pms):
+                pm = pcat[off: off + pm.numel()].view(pm.shape)
+                off += pm.numel()
+                orthogonalize(pm, x["p"]["orthogonalization"])
+                x["pm"] = pm
+                qs.append(torch.bmm(x["mat"].transpose(1, 2), pm))
+            qcat = torch.cat([q.view(-1) for q in qs])
+            self._allreduce(qcat, "powersgd_q_bytes")
+            qcat.div_(world)
+            off = 0
+            for x, qn in zip(act, qs):
+                x["q"] = qcat[off: off + qn.numel()].view(qn.shape).clone()
+                off += qn.numel()
+        for x in live:
+            torch.bmm(x["pm"], x["q"].transpose(1, 2), out=x["mat"])
+            self._err[x["name"]] = x["acc"] - x["flat"]
+            self._q[x["name"]] = x["q"]
 
     def _finish_step(self) -> None:
         rec = {"step": self.step, "bytes": self._cur["allreduce_bytes"] + self._cur["allgather_bytes"],

@@ -123,9 +123,8 @@ def parse_method(obj: Any, where: str = "method") -> Method:
     if name == "powersgd":
         _need_int(w, "rank", p["rank"], 0)
         _need_int(w, "power_iterations", p["power_iterations"], 1)
-        if p["power_iterations"] != 1:
-            raise ScheduleError(f"{w}: param 'power_iterations' = {p['power_iterations']}: only 1 is "
-                                "supported (the wire-byte contract counts one P and one Q per step)")
+        if p["power_iterations"] > 16:
+            raise ScheduleError(f"{w}: param 'power_iterations' = {p['power_iterations']}: expected 1..16")
         _need_num(w, "min_compression_rate", p["min_compression_rate"], 0.0)
         if not isinstance(p["warm_start"], bool):
             raise ScheduleError(f"{w}: param 'warm_start' = {p['warm_start']!r}, expected true/false")
@@ -219,7 +218,8 @@ def wire_bytes_rounds(method: Method, shape: Sequence[int]) -> Tuple[int, int, i
         return 2 * N, 0, 0
     if name == "powersgd":
         comp, n, m, r = powersgd_geometry(shape, p)
-        return (4 * r * n, 4 * r * m, 0) if comp else (4 * N, 0, 0)
+        it = p["power_iterations"]
+        return (it * 4 * r * n, it * 4 * r * m, 0) if comp else (4 * N, 0, 0)
     if name == "randomk":
         return 4 * topk_k(N, p["density"]), 0, 0
     if name == "topk":

@@ -143,3 +143,12 @@ def task_record(rank, world, path, per_rank, steps=4):
     rule = rec.buckets()
     return {"observed": observed, "rule": rule, "names": [n for n, _ in rec.params],
             "hook_buckets": hook.bucket_names}
+
+
+def task_one_step(rank, world, docs, lr=0.1):
+    """One SGD step without a hook and with each schedule: p1 = p0 − lr·(synchronised gradient)."""
+    from lgreco import Schedule, ScheduleHook
+
+    plain, _ = train(rank, 1, lr=lr)
+    hooked = [train(rank, 1, lambda d, doc=doc: ScheduleHook(d, Schedule(doc)).register(d), lr=lr)[0] for doc in docs]
+    return {"plain": plain, "hooked": hooked}
