@@ -12,7 +12,8 @@ namespace lgreco::planner {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
-using Bytes3 = std::array<double, 3>;
+/// A bucket's load: allreduce round 0, round 1 and allgather bytes, and kernel seconds.
+using Bytes3 = std::array<double, 4>;
 
 struct Pt {
   Bytes3 b;
@@ -24,10 +25,10 @@ double comm_time(const Bytes3& b, const sim::CollectiveCost& cost) {
   if (b[0] > 0) t += cost.time_s(sim::Collective::kAllreduce, b[0]);
   if (b[1] > 0) t += cost.time_s(sim::Collective::kAllreduce, b[1]);
   if (b[2] > 0) t += cost.time_s(sim::Collective::kAllgather, b[2]);
-  return t;
+  return t + b[3];
 }
 
-bool dominates(const Bytes3& a, const Bytes3& b) { return a[0] <= b[0] && a[1] <= b[1] && a[2] <= b[2]; }
+bool dominates(const Bytes3& a, const Bytes3& b) { return a[0] <= b[0] && a[1] <= b[1] && a[2] <= b[2] && a[3] <= b[3]; }
 
 // Per-bucket DP: states[s] holds up to F points per error state (flat), count per state.
 struct BucketDp {
@@ -70,7 +71,9 @@ class Inserter {
   bool& exact_;
 };
 
-Bytes3 bytes_of(const sim::LayerComm& c) { return {c.allreduce_bytes[0], c.allreduce_bytes[1], c.allgather_bytes}; }
+Bytes3 bytes_of(const sim::LayerComm& c) {
+  return {c.allreduce_bytes[0], c.allreduce_bytes[1], c.allgather_bytes, c.compress_s + c.decompress_s};
+}
 
 }  // namespace
 
@@ -107,7 +110,7 @@ TimeResult solve_time(const TimeProblem& p, const sim::CollectiveCost& cost, con
     d.layer_ids = p.model.buckets[b];
     std::vector<Pt> cur((G + 1) * static_cast<std::size_t>(F));
     std::vector<int> cnt(G + 1, 0);
-    cur[0] = {{0, 0, 0}, -1, -1, -1};
+    cur[0] = {{0, 0, 0, 0}, -1, -1, -1};
     cnt[0] = 1;
     Inserter ins(F, cost, out.exact_discretised);
     for (int id : d.layer_ids) {
@@ -121,7 +124,7 @@ TimeResult solve_time(const TimeProblem& p, const sim::CollectiveCost& cost, con
             const long long ne = e + disc(L.error[c]);
             if (ne > G) continue;
             const Bytes3 add = bytes_of(L.comm[c]);
-            Pt np{{src.b[0] + add[0], src.b[1] + add[1], src.b[2] + add[2]}, e, i, static_cast<std::int32_t>(c)};
+            Pt np{{src.b[0] + add[0], src.b[1] + add[1], src.b[2] + add[2], src.b[3] + add[3]}, e, i, static_cast<std::int32_t>(c)};
             ins.insert(&nxt[static_cast<std::size_t>(ne) * F], ncnt[ne], np);
           }
         }

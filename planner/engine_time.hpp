@@ -8,12 +8,16 @@
 ///   F_b[E] = min_{e ≤ E} max(ready_b, F_{b−1}[E − e]) + C_b[e],   F_{−1}[E] = 0,
 /// where C_b[e] is the least communication time of bucket b using discretised error ≤ e, is exact
 /// for the discretised problem. C_b comes from a per-bucket DP over its layers whose state is the
-/// bucket's error and whose value is the Pareto set of (allreduce round 0, round 1, allgather)
-/// byte sums (each collective's time is monotone in its bytes). Sets larger than max_points keep
-/// the points of least communication time; `exact_discretised` says whether that ever happened.
-/// Ready times use the layers' backward compute times; compression kernel times are left out of
-/// the DP (they would make readiness depend on earlier choices) but are included when the final
-/// plans are evaluated with simulate_step.
+/// bucket's error and whose value is the Pareto set of (allreduce round 0, round 1, allgather byte
+/// sums, kernel seconds) (each collective's time is monotone in its bytes; C_b adds the kernel
+/// seconds). Sets larger than max_points keep the points of least communication time;
+/// `exact_discretised` says whether that ever happened.
+/// Kernel time: decompression runs on the comm stream after the bucket's collectives, so charging
+/// it to C_b is exact. Compression really runs on the compute stream and delays every later
+/// bucket's readiness, which would make readiness depend on earlier choices; the DP charges it to
+/// its own bucket's C_b instead (a bucket-local stand-in that keeps the recursion exact in form),
+/// and ready times use the backward compute times alone. The final plans are evaluated with
+/// simulate_step, which puts compression where it runs.
 ///
 /// Guarantee: when a reference plan is given it is evaluated too and the better of the two
 /// (strictly smaller predicted step time wins, else the reference) is returned, so the result is

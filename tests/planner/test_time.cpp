@@ -166,3 +166,33 @@ TEST_CASE("kernel time: measured kernel_time_s split evenly, else the kernel-tim
   CHECK(lc.decompress_s == 0);
   CHECK(calls == 1);
 }
+
+TEST_CASE("time engine weighs kernel time: fewer bytes lose to no kernel time on a fast network", "[time]") {
+  // One bucket of three layers; each layer has X (1000 B, 10 ms of decompression) and Y (2000 B, no
+  // kernel time), equal errors. The byte-minimal reference plan is all X; on a 100 GB/s network the
+  // extra 1000 B cost 10 ns per layer while X's kernel costs 10 ms, so the best plan is all Y.
+  TimeProblem p;
+  p.model.forward_s = 0;
+  p.model.backward_s = {1e-3, 1e-3, 1e-3};
+  p.model.backward_order = {2, 1, 0};
+  p.model.buckets = {{0, 1, 2}};
+  for (int i = 0; i < 3; ++i) {
+    TimeLayer l;
+    l.error = {1.0, 1.0};
+    sim::LayerComm x, y;
+    x.allgather_bytes = 1000;
+    x.decompress_s = 10e-3;
+    y.allgather_bytes = 2000;
+    l.comm = {x, y};
+    p.layers.push_back(l);
+  }
+  p.error_budget = 3.3;  // slack for the grid's rounding up
+  const AlphaBeta cost(1e-6, 100e9, 8);
+  const std::vector<int> reference{0, 0, 0};
+  const TimeResult r = solve_time(p, cost, TimeOptions{}, &reference);
+  CAPTURE(r.source, r.step_s, r.reference_step_s.value_or(-1));
+  CHECK(r.source == "time-dp");
+  CHECK(r.choice == std::vector<int>{1, 1, 1});
+  CHECK(r.step_s < *r.reference_step_s - 0.029);  // three 10 ms kernels saved
+  CHECK(r.step_s == Approx(predict_step_s(p, {1, 1, 1}, cost)));
+}
