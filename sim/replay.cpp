@@ -96,7 +96,10 @@ WindowMeasure Replay::run_window(const Window& w, const std::vector<kernels::Met
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return layers[a].numel > layers[b].numel; });
   std::mutex progress_mutex;
   std::size_t done = 0;
-  parallel_for(order.size(), options_.threads, [&](std::size_t task, unsigned) {
+  std::vector<double> weight(order.size());
+  for (std::size_t t = 0; t < order.size(); ++t) weight[t] = layer_task_bytes(layers[order[t]].numel);
+  const PoolStats stats = parallel_for_weighted(order.size(), options_.threads, weight, options_.memory_limit_bytes,
+                                                [&](std::size_t task, unsigned) {
     const std::size_t l = order[task];
     out.layers[l] = run_layer(l, w, in_force[l], continues);
     if (options_.progress) {
@@ -111,6 +114,8 @@ WindowMeasure Replay::run_window(const Window& w, const std::vector<kernels::Met
       options_.progress(p);
     }
   });
+  peak_task_bytes_ = std::max(peak_task_bytes_, stats.peak_weight);
+  peak_tasks_ = std::max(peak_tasks_, stats.peak_tasks);
   ++windows_done_;
   return out;
 }

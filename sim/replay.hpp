@@ -36,6 +36,11 @@ namespace lgreco::sim {
 /// How candidate errors are measured (see the file comment).
 enum class ErrorMode { kPower, kExact, kTrajectory };
 
+/// Estimated bytes one running layer task holds: 8 fp32 buffers of the layer (g, acc, c, e, A, the
+/// kernels' scratch, the stored row and decompression scratch of the two-phase read). Measured:
+/// GPT-2's wte task peaks at 7.4 × its fp32 size including the process (docs/performance.md).
+inline double layer_task_bytes(std::uint64_t numel) { return 8.0 * 4.0 * static_cast<double>(numel); }
+
 /// Parses "power|exact|trajectory"; ConfigError otherwise.
 ErrorMode error_mode_from_name(const std::string& name);
 /// The mode's name.
@@ -57,6 +62,9 @@ struct ReplayOptions {
   int measure_iterations = 5;               ///< PowerSGD subspace iterations in kPower mode
   std::uint64_t seed = 0;                   ///< run seed (rng streams, measurement start)
   unsigned threads = 1;                     ///< worker threads (see resolve_threads)
+  /// Layers run concurrently only while their estimated buffers (layer_task_bytes) fit in this
+  /// many bytes together; a layer larger than the limit runs alone. 0 = no limit.
+  double memory_limit_bytes = 0;
   kernels::Backend backend = kernels::Backend::kCpu;
   std::size_t windows_total = 0;            ///< for progress reports only
   std::function<void(const ReplayProgress&)> progress;  ///< called serialised, from worker threads
@@ -102,6 +110,9 @@ class Replay {
   double elapsed_s() const;
   /// The options in use.
   const ReplayOptions& options() const { return options_; }
+  /// Largest sum of layer_task_bytes of layers that ran at the same time, and their count.
+  double peak_task_bytes() const { return peak_task_bytes_; }
+  unsigned peak_tasks() const { return peak_tasks_; }
 
  private:
   LayerWindow run_layer(std::size_t layer, const Window& w, const kernels::MethodSpec& spec, bool continues);
@@ -113,6 +124,8 @@ class Replay {
   std::atomic<double> grad_bytes_{0};
   double start_s_ = 0;
   std::size_t windows_done_ = 0;
+  double peak_task_bytes_ = 0;
+  unsigned peak_tasks_ = 0;
 };
 
 /// Resolves "auto|cpu|cuda": auto picks CUDA when a CUDA backend and a device are present, else the

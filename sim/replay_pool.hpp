@@ -6,6 +6,7 @@
 /// thread has joined.
 #include <cstddef>
 #include <functional>
+#include <vector>
 
 namespace lgreco::sim {
 
@@ -16,5 +17,18 @@ unsigned resolve_threads(int requested);
 /// Runs task(i, worker) for i in [0, n) on min(threads, n) threads; worker ∈ [0, threads) names the
 /// thread (for per-thread scratch). Blocks until all are done; rethrows the first exception.
 void parallel_for(std::size_t n, unsigned threads, const std::function<void(std::size_t task, unsigned worker)>& task);
+
+/// What a weighted run did (for tests and reports).
+struct PoolStats {
+  double peak_weight = 0;   ///< largest sum of weights of tasks running at the same time
+  unsigned peak_tasks = 0;  ///< largest number of tasks running at the same time
+};
+
+/// As parallel_for, with admission by weight (e.g. the bytes a task holds): tasks start in index
+/// order, and task i starts only when the weights of the running tasks plus weight[i] stay within
+/// `capacity`, or when nothing else is running (a task heavier than the capacity runs alone).
+/// capacity ≤ 0 means no limit. Waiting threads sleep; cancellation is checked before every task.
+PoolStats parallel_for_weighted(std::size_t n, unsigned threads, const std::vector<double>& weight, double capacity,
+                                const std::function<void(std::size_t task, unsigned worker)>& task);
 
 }  // namespace lgreco::sim

@@ -55,7 +55,7 @@ std::vector<PhaseSettings> read_phases(const std::string& path, const std::vecto
 }
 
 int run_replay(const std::vector<std::string>& args) {
-  std::string trace, schedule, phase = "all", threads, backend = "auto", seed = "0";
+  std::string trace, schedule, phase = "all", threads, backend = "auto", seed = "0", memory_limit;
   Format fmt = Format::kTable;
   ArgParser p("lgreco replay",
               "Run a schedule's per-layer settings over every recorded step of a trace with error feedback "
@@ -65,6 +65,8 @@ int run_replay(const std::vector<std::string>& args) {
   p.option("--schedule", &schedule, "FILE", "schedule (JSON) whose settings to run", true);
   p.option("--phase", &phase, "LABEL", "phase to run: a label (uniform, plan-2, ...), last, or all (default)");
   p.option("--threads", &threads, "N", "worker threads (default: all cores)");
+  p.option("--memory-limit", &memory_limit, "SIZE",
+           "run layers in parallel only while their buffers fit in SIZE; 0 = no limit (default: half the physical memory)");
   p.option("--backend", &backend, "NAME", "auto, cpu or cuda (default auto)");
   p.option("--seed", &seed, "N", "run seed (default 0)");
   p.format(&fmt);
@@ -81,6 +83,11 @@ int run_replay(const std::vector<std::string>& args) {
   opt.threads = sim::resolve_threads(threads.empty() ? 0 : static_cast<int>(parse_int("--threads", threads)));
   opt.backend = sim::resolve_backend(backend);
   opt.seed = static_cast<std::uint64_t>(parse_int("--seed", seed));
+  try {
+    opt.memory_limit_bytes = memory_limit.empty() ? default_memory_limit_bytes() : static_cast<double>(units::parse_bytes(memory_limit));
+  } catch (const ConfigError& e) {
+    throw UsageError(std::string("--memory-limit: ") + e.what());
+  }
   opt.windows_total = wplan.windows.size() * phases.size();
   opt.progress = stderr_progress();
 

@@ -23,7 +23,7 @@ namespace lgreco::cli {
 /// Options shared by the commands that replay a trace, as text from the command line.
 struct TraceJobArgs {
   std::string trace, family = "powersgd", defaults, engine = "reference", error_mode = "power";
-  std::string backend = "auto", threads, seed = "0", warmup, period = "1000", acc = "10";
+  std::string backend = "auto", threads, seed = "0", warmup, period = "1000", acc = "10", memory_limit;
   std::string alpha = "1", rank_low = "0.5", rank_high = "2", min_numel = "1024";
 };
 
@@ -42,9 +42,13 @@ struct TraceJob {
   sim::ErrorMode error_mode = sim::ErrorMode::kPower;
   std::string backend_request = "auto";
   int threads = 0;
+  double memory_limit_bytes = 0;  ///< replay admission limit (sim::ReplayOptions); 0 = none
   std::uint64_t seed = 0;
   planner::PlanOptions plan;
 };
+
+/// Default replay memory limit: half the machine's physical memory (0 when unknown).
+double default_memory_limit_bytes();
 
 /// Parses the shared options; UsageError/ConfigError naming the option and value.
 TraceJob resolve_trace_job(const TraceJobArgs& a);
@@ -62,6 +66,8 @@ struct ClosedLoopResult {
   std::optional<std::int64_t> schedule_warmup; ///< warm-up of the schedule (none: the first window's start)
   std::string backend;                         ///< "cpu" or "cuda": what ran
   double replay_s = 0, grad_bytes = 0;         ///< wall time and fp32 gradient bytes replayed
+  double peak_task_bytes = 0;                  ///< replay: largest estimated bytes of concurrent layers
+  unsigned peak_tasks = 0;                     ///< replay: most layers run at the same time
   Json provenance;                             ///< provenance_json({trace}), hashed while replaying
 };
 

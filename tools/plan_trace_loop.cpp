@@ -4,8 +4,11 @@
 #include <cmath>
 #include <future>
 
+#include <unistd.h>
+
 #include "core/error.hpp"
 #include "core/provenance.hpp"
+#include "core/units.hpp"
 #include "kernels/method_json.hpp"
 #include "sim/replay_pool.hpp"
 #include "sim/replay_trace_source.hpp"
@@ -68,6 +71,9 @@ void add_trace_job_options(ArgParser& p, TraceJobArgs& a, bool trace_required) {
            "(each candidate run over the window with its own residual); default power");
   p.option("--backend", &a.backend, "NAME", "kernels: auto (CUDA when a device is there), cpu or cuda (default auto)");
   p.option("--threads", &a.threads, "N", "worker threads (default: all cores)");
+  p.option("--memory-limit", &a.memory_limit, "SIZE",
+           "run layers in parallel only while their buffers (estimated at 32 bytes per element) fit in SIZE, "
+           "e.g. 8GiB; 0 = no limit (default: half the physical memory)");
   p.option("--seed", &a.seed, "N", "run seed: random streams and the measurement start (default 0)");
   p.option("--warmup-steps", &a.warmup, "N", "uncompressed warm-up steps of the schedule (default: the trace's first step)");
   p.option("--period", &a.period, "N", "longest window, in steps (default 1000); bursts are cut into windows of this length");
@@ -76,6 +82,11 @@ void add_trace_job_options(ArgParser& p, TraceJobArgs& a, bool trace_required) {
   p.option("--rank-low", &a.rank_low, "LOW", "lowest candidate rank as a fraction of the default (default 0.5)");
   p.option("--rank-high", &a.rank_high, "HIGH", "highest candidate rank as a multiple of the default (default 2)");
   p.option("--min-numel", &a.min_numel, "N", "smallest tensor planned by topk/qsgd/maxmin (default 1024)");
+}
+
+double default_memory_limit_bytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? 0.5 * static_cast<double>(pages) * static_cast<double>(page) : 0.0;
 }
 
 TraceJob resolve_trace_job(const TraceJobArgs& a) {
@@ -108,6 +119,15 @@ TraceJob resolve_trace_job(const TraceJobArgs& a) {
   if (!a.threads.empty()) {
     j.threads = static_cast<int>(parse_int("--threads", a.threads));
     if (j.threads < 1) throw UsageError("--threads must be >= 1, got " + a.threads);
+  }
+  if (a.memory_limit.empty()) {
+    j.memory_limit_bytes = default_memory_limit_bytes();
+  } else {
+    try {
+      j.memory_limit_bytes = static_cast<double>(units::parse_bytes(a.memory_limit));
+    } catch (const ConfigError& e) {
+      throw UsageError(std::string("--memory-limit: ") + e.what());
+    }
   }
   const long long seed = parse_int("--seed", a.seed);
   if (seed < 0) throw UsageError("--seed must be >= 0, got " + a.seed);
@@ -147,6 +167,7 @@ ClosedLoopResult run_closed_loop(const TraceJob& job, const sim::CollectiveCost*
   opt.mode = job.error_mode;
   opt.seed = job.seed;
   opt.threads = sim::resolve_threads(job.threads);
+  opt.memory_limit_bytes = job.memory_limit_bytes;
   opt.backend = sim::resolve_backend(job.backend_request);
   opt.windows_total = r.windows.windows.size();
   opt.progress = progress;
@@ -171,6 +192,8 @@ ClosedLoopResult run_closed_loop(const TraceJob& job, const sim::CollectiveCost*
     for (std::size_t l = 0; l < layers.size(); ++l) in_force[l] = sets[l].candidates.at(static_cast<std::size_t>(choice.at(l)));
   }
   r.replay_s = replay.elapsed_s();
+  r.peak_task_bytes = replay.peak_task_bytes();
+  r.peak_tasks = replay.peak_tasks();
   r.grad_bytes = replay.grad_bytes();
   planner::validate_tables(r.tables, "replay of " + job.trace.string());
   r.provenance = provenance.get();

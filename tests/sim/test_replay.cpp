@@ -5,12 +5,17 @@
 
 #include <algorithm>
 #include <cmath>
+#include <chrono>
+#include <mutex>
 #include <random>
+#include <thread>
 
+#include "core/error.hpp"
 #include "kernels/method.hpp"
 #include "kernels/wire.hpp"
 #include "sim/replay.hpp"
 #include "sim/replay_candidates.hpp"
+#include "sim/replay_pool.hpp"
 
 using namespace lgreco;
 using namespace lgreco::sim;
@@ -235,9 +240,10 @@ TEST_CASE("results do not depend on the number of threads") {
     in_force.push_back(l % 2 ? psgd(2) : kernels::parse_method("maxmin"));
   }
   MemorySource src("m", 1, iota_steps(rows), layers, grads);
-  auto run = [&](unsigned threads) {
+  auto run = [&](unsigned threads, double memory_limit = 0) {
     ReplayOptions opt;
     opt.threads = threads;
+    opt.memory_limit_bytes = memory_limit;
     std::size_t calls = 0;
     opt.progress = [&](const ReplayProgress& p) {
       ++calls;
@@ -246,15 +252,60 @@ TEST_CASE("results do not depend on the number of threads") {
     Replay rep(src, sets, opt);
     auto wm = rep.run_window(whole(0, rows, 3), in_force, false);
     CHECK(calls == layers.size());
+    if (memory_limit > 0) {
+      // Two largest layers (32×12, 28×12) do not fit together under the limit: one at a time for them.
+      CHECK(rep.peak_task_bytes() <= memory_limit);
+      CHECK(rep.peak_tasks() >= 1);
+    }
     return wm;
   };
-  const auto a = run(1), b = run(3);
-  for (std::size_t l = 0; l < layers.size(); ++l) {
-    CAPTURE(l);
-    CHECK(a.layers[l].applied_error_per_step == b.layers[l].applied_error_per_step);
-    for (std::size_t c = 0; c < a.layers[l].candidates.size(); ++c) {
-      CHECK(a.layers[l].candidates[c].error == b.layers[l].candidates[c].error);
-      CHECK(a.layers[l].candidates[c].bytes == b.layers[l].candidates[c].bytes);
+  const double two_small = layer_task_bytes(layers[0].numel) + layer_task_bytes(layers[1].numel);
+  const auto a = run(1), b = run(3), c = run(3, std::max(two_small, layer_task_bytes(layers[6].numel)));
+  for (const auto* other : {&b, &c}) {
+    for (std::size_t l = 0; l < layers.size(); ++l) {
+      CAPTURE(l);
+      CHECK(a.layers[l].applied_error_per_step == other->layers[l].applied_error_per_step);
+      for (std::size_t k = 0; k < a.layers[l].candidates.size(); ++k) {
+        CHECK(a.layers[l].candidates[k].error == other->layers[l].candidates[k].error);
+        CHECK(a.layers[l].candidates[k].bytes == other->layers[l].candidates[k].bytes);
+      }
     }
   }
+}
+
+TEST_CASE("weighted pool: tasks start in order and never exceed the capacity unless alone") {
+  const std::vector<double> weight{9, 5, 4, 4, 3, 2, 2, 1, 1, 12, 1};
+  for (double cap : {0.0, 6.0, 8.0, 100.0}) {
+    for (unsigned threads : {1u, 2u, 4u}) {
+      CAPTURE(cap, threads);
+      std::mutex m;
+      double running = 0, peak = 0;
+      std::vector<std::size_t> started;
+      std::vector<int> runs(weight.size(), 0);
+      const PoolStats st = parallel_for_weighted(weight.size(), threads, weight, cap, [&](std::size_t i, unsigned) {
+        {
+          std::lock_guard<std::mutex> lock(m);
+          // Over the capacity only when alone: the running sum before this task must be 0.
+          if (cap > 0 && running + weight[i] > cap) CHECK(running == 0);
+          running += weight[i];
+          peak = std::max(peak, running);
+          started.push_back(i);
+          ++runs[i];
+        }
+        std::this_thread::sleep_for(std::chrono::microseconds(200 * (1 + i % 3)));
+        std::lock_guard<std::mutex> lock(m);
+        running -= weight[i];
+      });
+      CHECK(std::all_of(runs.begin(), runs.end(), [](int r) { return r == 1; }));
+      CHECK(std::is_sorted(started.begin(), started.end()));
+      CHECK(st.peak_weight == Approx(peak));
+      if (cap > 0) CHECK(st.peak_weight <= std::max(cap, 12.0));
+      if (threads == 1) CHECK(st.peak_tasks == 1);
+    }
+  }
+  // A failing task stops the others and is rethrown.
+  CHECK_THROWS_WITH(parallel_for_weighted(5, 2, {1, 1, 1, 1, 1}, 2, [](std::size_t i, unsigned) {
+                      if (i == 1) throw lgreco::InputError("task 1 failed");
+                    }),
+                    Catch::Contains("task 1 failed"));
 }
