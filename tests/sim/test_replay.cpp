@@ -273,7 +273,7 @@ TEST_CASE("results do not depend on the number of threads") {
   }
 }
 
-TEST_CASE("weighted pool: tasks start in order and never exceed the capacity unless alone") {
+TEST_CASE("weighted pool: every task runs once, and never beside others beyond the capacity") {
   const std::vector<double> weight{9, 5, 4, 4, 3, 2, 2, 1, 1, 12, 1};
   for (double cap : {0.0, 6.0, 8.0, 100.0}) {
     for (unsigned threads : {1u, 2u, 4u}) {
@@ -297,7 +297,9 @@ TEST_CASE("weighted pool: tasks start in order and never exceed the capacity unl
         running -= weight[i];
       });
       CHECK(std::all_of(runs.begin(), runs.end(), [](int r) { return r == 1; }));
-      CHECK(std::is_sorted(started.begin(), started.end()));
+      // Admission is in index order; what the tasks observe is only ordered with one thread (two
+      // admitted tasks may reach the test's lock in either order).
+      if (threads == 1) CHECK(std::is_sorted(started.begin(), started.end()));
       CHECK(st.peak_weight == Approx(peak));
       if (cap > 0) CHECK(st.peak_weight <= std::max(cap, 12.0));
       if (threads == 1) CHECK(st.peak_tasks == 1);
