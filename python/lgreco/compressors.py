@@ -19,7 +19,6 @@ A zero norm/scale/range decodes to zeros. `u` are uniforms in [0, 1) supplied by
 """
 from __future__ import annotations
 
-import math
 from typing import Optional, Tuple
 
 import torch

@@ -27,7 +27,6 @@ layer), i·r + j), or, with q_init="torch", exactly as torch's powerSGD_hook see
 """
 
 import json
-import math
 import time
 from collections import defaultdict
 from typing import Any, Dict, List, Optional, Sequence
@@ -37,7 +36,7 @@ import torch
 import torch.distributed as dist
 
 from . import compressors, dgc
-from .methods import ALLGATHER_METHODS, Method, ScheduleError, powersgd_geometry, topk_k, wire_bytes
+from .methods import ALLGATHER_METHODS, ScheduleError, powersgd_geometry, topk_k, wire_bytes
 from .powersgd import orthogonalize, philox_q, resize_q
 from .schedule import Schedule
 
