@@ -1,6 +1,8 @@
 """Allgather compressors: encode a 1-D fp32 tensor into the exact wire bytes, and decode.
 
-Every payload has exactly `methods.wire_bytes(method, shape)` bytes; layouts (all little endian):
+Every payload has exactly `methods.wire_bytes(method, shape, step)` bytes (`step` only matters for
+top-k with a DGC warm-up, whose k and auto encoding follow the step's density; None = steady
+state); layouts (all little endian):
 - topk pairs:  k fp32 values, then k int32 indices (ascending index order);
   topk bitmap: ceil(N/8) bitmap bytes (element i is bit i%8 of byte i/8), then k fp32 values in
   ascending index order. Selection: the k largest |x|; ties broken by the lower index.
@@ -17,12 +19,11 @@ A zero norm/scale/range decodes to zeros. `u` are uniforms in [0, 1) supplied by
 """
 from __future__ import annotations
 
-import math
 from typing import Optional, Tuple
 
 import torch
 
-from .methods import Method, nuqsgd_code_bits, qsgd_code_bits, qsgd_levels, topk_encoding, topk_k
+from .methods import Method, nuqsgd_code_bits, qsgd_code_bits, qsgd_levels, topk_encoding, topk_k_at
 from .packing import bytes_f32, bytes_i32, f32_bytes, i32_bytes, pack_bits, unpack_bits
 
 
@@ -53,22 +54,33 @@ def topk_select(x: torch.Tensor, k: int) -> torch.Tensor:
     return torch.sort(torch.cat([above, ties])).values
 
 
-def encode(method: Method, x: torch.Tensor, u: Optional[torch.Tensor]) -> Tuple[torch.Tensor, torch.Tensor]:
-    """(payload uint8, local decoded fp32) of a contiguous 1-D fp32 tensor."""
+def topk_encode(method: Method, x: torch.Tensor,
+                step: Optional[int] = None) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Top-k of a contiguous 1-D fp32 tensor at training step `step` (k from the step's warm-up
+    density; None = target density): (payload uint8, local decoded fp32, ascending int64 indices
+    of the sent entries). The indices are what DGC's momentum factor masking needs."""
+    n = x.numel()
+    p = method.params
+    idx = topk_select(x, topk_k_at(n, p, step))
+    vals = x[idx]
+    dec = torch.zeros_like(x)
+    dec[idx] = vals
+    if topk_encoding(n, p, step) == "pairs":
+        return torch.cat([f32_bytes(vals), i32_bytes(idx)]), dec, idx
+    mask = torch.zeros(n, dtype=torch.int32)
+    mask[idx] = 1
+    return torch.cat([pack_bits(mask, 1), f32_bytes(vals)]), dec, idx
+
+
+def encode(method: Method, x: torch.Tensor, u: Optional[torch.Tensor],
+           step: Optional[int] = None) -> Tuple[torch.Tensor, torch.Tensor]:
+    """(payload uint8, local decoded fp32) of a contiguous 1-D fp32 tensor; `step` as in topk_encode."""
     n = x.numel()
     p = method.params
     name = method.name
     if name == "topk":
-        k = topk_k(n, p["density"])
-        idx = topk_select(x, k)
-        vals = x[idx]
-        dec = torch.zeros_like(x)
-        dec[idx] = vals
-        if topk_encoding(n, p) == "pairs":
-            return torch.cat([f32_bytes(vals), i32_bytes(idx)]), dec
-        mask = torch.zeros(n, dtype=torch.int32)
-        mask[idx] = 1
-        return torch.cat([pack_bits(mask, 1), f32_bytes(vals)]), dec
+        pl, dec, _ = topk_encode(method, x, step)
+        return pl, dec
     if name == "qsgd":
         s = qsgd_levels(p)
         xb = _buckets(x, p["bucket_size"])
@@ -131,14 +143,14 @@ def encode(method: Method, x: torch.Tensor, u: Optional[torch.Tensor]) -> Tuple[
     raise ValueError(f"method '{name}' is not an allgather method")
 
 
-def decode(method: Method, payload: torch.Tensor, n: int) -> torch.Tensor:
-    """The fp32 tensor of n elements that a payload from `encode` stands for."""
+def decode(method: Method, payload: torch.Tensor, n: int, step: Optional[int] = None) -> torch.Tensor:
+    """The fp32 tensor of n elements that a payload from `encode` (at the same `step`) stands for."""
     p = method.params
     name = method.name
     if name == "topk":
-        k = topk_k(n, p["density"])
+        k = topk_k_at(n, p, step)
         out = torch.zeros(n)
-        if topk_encoding(n, p) == "pairs":
+        if topk_encoding(n, p, step) == "pairs":
             vals, idx = bytes_f32(payload[: 4 * k]), bytes_i32(payload[4 * k:]).to(torch.int64)
         else:
             nb = (n + 7) // 8

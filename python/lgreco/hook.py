@@ -13,17 +13,20 @@ every rank because it depends only on the schedule and the bucket's parameters):
   7. allgather uint8 — the packed payloads of top-k / QSGD / max-min / sign / TernGrad / NUQSGD,
                        decoded on every rank and averaged
 Error feedback is per parameter: acc = g + e; c = C(acc); e ← acc − c (for PowerSGD c is the
-aggregated P·Qᵀ, as in torch's hook). The collectives run synchronously inside the hook, except for
-buckets that are entirely "none" (no residual left), which take torch's asynchronous allreduce path.
-`bytes_sent_per_step[step]` is the number of bytes this rank handed to collectives as its own
-contribution during that step; it equals the schedule's predicted bytes (see methods.py).
+aggregated P·Qᵀ, as in torch's hook). Top-k with DGC momentum m ≠ 0 keeps a velocity u per parameter
+(dgc.py): u ← m·u + g; acc = e + u; e ← acc − c; u ← 0 at the indices this rank sent; u is dropped
+while the parameter's method is anything else. Top-k with a DGC warm-up uses k at the density of the
+hook's step (methods.topk_density_at), the same on every rank. The collectives run synchronously
+inside the hook, except for buckets that are entirely "none" (no residual left), which take torch's
+asynchronous allreduce path. `bytes_sent_per_step[step]` is the number of bytes this rank handed to
+collectives as its own contribution during that step; it equals predicted_bytes_per_step(step), i.e.
+the phase's predicted bytes except during a top-k warm-up (see methods.py).
 Random draws: random-k indices use torch.Generator seeded by (seed, step, layer); stochastic
 rounding by (seed, step, layer, rank); PowerSGD's first Q by Philox normal_at(seed, stream_of(step,
 layer), i·r + j), or, with q_init="torch", exactly as torch's powerSGD_hook seeds it.
 """
 
 import json
-import math
 import time
 from collections import defaultdict
 from typing import Any, Dict, List, Optional, Sequence
@@ -32,8 +35,8 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from . import compressors
-from .methods import ALLGATHER_METHODS, Method, ScheduleError, powersgd_geometry, topk_k, wire_bytes
+from . import compressors, dgc
+from .methods import ALLGATHER_METHODS, ScheduleError, powersgd_geometry, topk_k, wire_bytes
 from .powersgd import orthogonalize, philox_q, resize_q
 from .schedule import Schedule
 
@@ -82,21 +85,13 @@ class ScheduleHook:
                     raise ScheduleError(f"{schedule.source}: phases[{i}].layers['{name}']: topk with "
                                         "encoding 'delta' or selection 'dgc' is not supported by the DDP "
                                         "hook (payload size not fixed by the shape)")
-                if m.name == "topk" and m.params["momentum"] != 0:
-                    raise ScheduleError(f"{schedule.source}: phases[{i}].layers['{name}']: topk momentum = "
-                                        f"{m.params['momentum']!r} (DGC momentum correction) is not supported by "
-                                        "the DDP hook: it keeps plain error feedback and leaves momentum to the "
-                                        "optimizer; use momentum 0")
-                if m.name == "topk" and m.params["warmup_steps"] != 0:
-                    raise ScheduleError(f"{schedule.source}: phases[{i}].layers['{name}']: topk warmup_steps = "
-                                        f"{m.params['warmup_steps']!r} (DGC warm-up) is not supported by the DDP "
-                                        "hook: it sends the phase's density at every step; use warmup_steps 0")
         mism = schedule.prediction_mismatches(self.shapes)
         if check_predicted and mism:
             i, pred, got = mism[0]
             raise ScheduleError(f"{schedule.source}: phases[{i}].predicted.bytes_per_step = {pred}, but the "
                                 f"wire-byte contract gives {got} for this model's shapes")
         self._err: Dict[str, torch.Tensor] = {}
+        self._vel: Dict[str, torch.Tensor] = {}  # DGC velocity u of momentum top-k layers
         self._q: Dict[str, torch.Tensor] = {}
         self._torch_rng = np.random.RandomState(0)
         self._torch_rng_seeded = False
@@ -115,8 +110,10 @@ class ScheduleHook:
         return self
 
     def predicted_bytes_per_step(self, step: int) -> int:
-        """Σ wire bytes of the methods in force at `step` (what the hook will send)."""
-        return sum(wire_bytes(self.schedule.method_at(step, n), self.shapes[n]) for n in self.names)
+        """Σ wire bytes of the methods in force at `step`, at that step's top-k warm-up densities
+        (what the hook will send). Equals the phase's predicted.bytes_per_step (the steady state)
+        except during a DGC warm-up, when top-k sends more."""
+        return sum(wire_bytes(self.schedule.method_at(step, n), self.shapes[n], step) for n in self.names)
 
     # ------------------------------------------------------------------ helpers
     def _world(self) -> int:
@@ -178,7 +175,8 @@ class ScheduleHook:
         exactly as torch's allreduce_hook does (÷ world, then an asynchronous allreduce), so DDP can
         overlap it with the rest of backward. Everything else runs synchronously in run()."""
         names = self._names_of(bucket)
-        if any(self.schedule.method_at(self.step, n).name != "none" or n in self._err for n in names):
+        if any(self.schedule.method_at(self.step, n).name != "none" or n in self._err or n in self._vel
+               for n in names):
             fut: torch.futures.Future = torch.futures.Future()
             fut.set_result(self.run(bucket, names))
             return fut
@@ -209,8 +207,16 @@ class ScheduleHook:
             m = self.schedule.method_at(step, name)
             flat = g.view(-1)
             e = self._err.get(name)
-            if e is not None:
-                flat.add_(e)  # acc = g + e, in place in the bucket
+            mom = dgc.momentum_factor(m)
+            if mom != 0.0:  # DGC momentum correction: u ← m·u + g; acc = e + u, in the bucket
+                u = self._vel.get(name)
+                if u is None:
+                    u = self._vel[name] = torch.zeros_like(flat)
+                dgc.momentum_accumulate(flat, u, e, mom, flat)
+            else:
+                self._vel.pop(name, None)  # leaving momentum top-k drops the velocity
+                if e is not None:
+                    flat.add_(e)  # acc = g + e, in place in the bucket
             if m.name == "none":
                 self._err.pop(name, None)
                 dense.append(flat)
@@ -290,8 +296,13 @@ class ScheduleHook:
         if ag:
             payloads, locals_ = [], []
             for name, flat, m in ag:
-                u = self._uniforms(step, name, flat.numel()) if compressors.needs_random(m, flat.numel()) else None
-                pl, dec = compressors.encode(m, flat, u)
+                if m.name == "topk":
+                    pl, dec, idx = compressors.topk_encode(m, flat, step)
+                    if name in self._vel:  # momentum top-k: mask the velocity at the sent indices
+                        dgc.momentum_mask(idx, self._vel[name])
+                else:
+                    u = self._uniforms(step, name, flat.numel()) if compressors.needs_random(m, flat.numel()) else None
+                    pl, dec = compressors.encode(m, flat, u, step)
                 payloads.append(pl)
                 locals_.append(dec)
             sizes = [p.numel() for p in payloads]
@@ -302,7 +313,7 @@ class ScheduleHook:
             for part in parts:  # rank order: identical sums on every rank
                 off = 0
                 for j, (name, flat, m) in enumerate(ag):
-                    sums[j] += compressors.decode(m, part[off: off + sizes[j]], flat.numel())
+                    sums[j] += compressors.decode(m, part[off: off + sizes[j]], flat.numel(), step)
                     off += sizes[j]
             for (name, flat, m), s in zip(ag, sums):
                 flat.copy_(s.div_(world))

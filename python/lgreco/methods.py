@@ -8,7 +8,7 @@ payload one worker contributes to the collective per step, for a gradient of N f
     powersgd            n = shape[0], m = N/n, r = min(n, m, rank);
                         compressible iff (n+m)·r·min_compression_rate < n·m;
                         then 4·r·n (P, round 0) + 4·r·m (Q, round 1), else 4N (round 0)   allreduce
-    topk                k = N == 0 ? 0 : max(1, ceil(density·N));
+    topk                k = N == 0 ? 0 : max(1, ceil(d·N)), d = the density (see warm-up below);
                         pairs 8k, bitmap ceil(N/8)+4k, auto = min (ties → pairs)         allgather
     randomk             4k (indices from the shared seed)                                  allreduce
     qsgd                s = levels or 2^(bits−1)−1; ceil(N·ceil(log2(2s+1))/8) + 4·ceil(N/bucket) allgather
@@ -19,16 +19,19 @@ payload one worker contributes to the collective per step, for a gradient of N f
 
 The top-k "delta" encoding (Elias-gamma gaps) has a data-dependent size; the DDP hook needs
 equal-size allgather payloads known from shapes alone, so the hook rejects it (the planner may
-still price it). Same for "dgc" selection, whose count is not exactly k, and for DGC's momentum
-correction ("momentum" > 0) and warm-up ("warmup_steps" > 0), which the hook does not implement.
-Top-k bytes here are the steady state (target density); with a warm-up the simulator's kernels
-use the density of each step (kernels/wire.hpp, topk_density_at).
+still price it). Same for "dgc" selection, whose count is not exactly k.
+
+DGC warm-up (top-k "warmup_steps" W > 0): at training step t the density is
+    d(t) = max(density, 0.25·4^(−floor(t/W)))   (W = 0: d(t) = density)
+(kernels/wire.hpp, topk_density_at), so k, the auto encoding and the bytes of a step follow d(t).
+The step-free forms (`step=None`, the default) give the steady state at the target density: that is
+what a schedule's phase "predicted.bytes_per_step" holds. Momentum correction never changes sizes.
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Dict, Mapping, Sequence, Tuple
+from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 
 
 class ScheduleError(ValueError):
@@ -195,20 +198,44 @@ def powersgd_geometry(shape: Sequence[int], params: Mapping[str, Any]) -> Tuple[
 
 
 def topk_k(numel: int, density: float) -> int:
+    """k = N == 0 ? 0 : max(1, ceil(density·N)) (ceil in double, as kernels/wire.hpp sparse_k)."""
     return 0 if numel == 0 else max(1, math.ceil(density * numel))
 
 
-def topk_encoding(numel: int, params: Mapping[str, Any]) -> str:
-    """The encoding actually used: "auto" resolves to the cheaper of pairs and bitmap (ties → pairs)."""
+def topk_density_at(params: Mapping[str, Any], step: Optional[int] = None) -> float:
+    """DGC's warm-up density at training step `step`: max(density, 0.25·4^(−floor(step/W))) for
+    W = warmup_steps > 0 (the powers of 4 are exact), else density; `step=None` is the steady
+    state (the target density). Mirrors kernels/wire.hpp topk_density_at."""
+    density = float(params["density"])
+    w = int(params.get("warmup_steps", 0))
+    if step is None or w <= 0:
+        return density
+    if step < 0:
+        raise ScheduleError(f"topk warm-up: step {step} is negative")
+    stage = step // w
+    if stage >= 600:  # 2^(−2−2·stage) would underflow; the target density has long been reached
+        return density
+    return max(density, math.ldexp(1.0, -2 - 2 * stage))
+
+
+def topk_k_at(numel: int, params: Mapping[str, Any], step: Optional[int] = None) -> int:
+    """k of top-k at `step` (warm-up density), or at the target density for `step=None`."""
+    return topk_k(numel, topk_density_at(params, step))
+
+
+def topk_encoding(numel: int, params: Mapping[str, Any], step: Optional[int] = None) -> str:
+    """The encoding actually used at `step`: "auto" resolves to the cheaper of pairs and bitmap
+    for that step's k (ties → pairs); `step=None` is the steady state."""
     enc = params["encoding"]
     if enc != "auto":
         return enc
-    k = topk_k(numel, params["density"])
+    k = topk_k_at(numel, params, step)
     return "pairs" if 8 * k <= _ceil_div(numel, 8) + 4 * k else "bitmap"
 
 
-def wire_bytes_rounds(method: Method, shape: Sequence[int]) -> Tuple[int, int, int]:
-    """(allreduce round 0 bytes, allreduce round 1 bytes, allgather bytes) per worker per step."""
+def wire_bytes_rounds(method: Method, shape: Sequence[int], step: Optional[int] = None) -> Tuple[int, int, int]:
+    """(allreduce round 0 bytes, allreduce round 1 bytes, allgather bytes) per worker at training
+    step `step` (only top-k's warm-up depends on it); `step=None` is the steady state."""
     N = math.prod(shape)
     p = method.params
     name = method.name
@@ -223,8 +250,8 @@ def wire_bytes_rounds(method: Method, shape: Sequence[int]) -> Tuple[int, int, i
     if name == "randomk":
         return 4 * topk_k(N, p["density"]), 0, 0
     if name == "topk":
-        k = topk_k(N, p["density"])
-        enc = topk_encoding(N, p)
+        k = topk_k_at(N, p, step)
+        enc = topk_encoding(N, p, step)
         if enc == "delta":
             raise ScheduleError("topk encoding 'delta' has a data-dependent size; not predictable from shape")
         return 0, 0, (8 * k if enc == "pairs" else _ceil_div(N, 8) + 4 * k)
@@ -243,6 +270,7 @@ def wire_bytes_rounds(method: Method, shape: Sequence[int]) -> Tuple[int, int, i
     raise ScheduleError(f"unknown method {name!r}")
 
 
-def wire_bytes(method: Method, shape: Sequence[int]) -> int:
-    """Total bytes one worker contributes per step for a tensor of this shape."""
-    return sum(wire_bytes_rounds(method, shape))
+def wire_bytes(method: Method, shape: Sequence[int], step: Optional[int] = None) -> int:
+    """Total bytes one worker contributes at training step `step` for a tensor of this shape;
+    `step=None` (the default) is the steady state, which phase predictions use."""
+    return sum(wire_bytes_rounds(method, shape, step))

@@ -152,3 +152,40 @@ def task_one_step(rank, world, docs, lr=0.1):
     plain, _ = train(rank, 1, lr=lr)
     hooked = [train(rank, 1, lambda d, doc=doc: ScheduleHook(d, Schedule(doc)).register(d), lr=lr)[0] for doc in docs]
     return {"plain": plain, "hooked": hooked}
+
+
+def task_capture(rank, world, steps, schedule_doc, lr=0.1, start_step=0):
+    """SGD on TinyNet under DDP with a ScheduleHook, recording per step the local gradient of every
+    parameter as it enters the hook and the synchronised gradient DDP leaves in `.grad`, plus the
+    hook's final per-layer state (residual, DGC velocity) and bytes."""
+    from lgreco import Schedule, ScheduleHook
+
+    dist._DEFAULT_FIRST_BUCKET_BYTES = FIRST_BUCKET_BYTES
+    torch.manual_seed(0)
+    model = TinyNet()
+    ddp = DDP(model, bucket_cap_mb=BUCKET_CAP_MB)
+    hook = ScheduleHook(ddp, Schedule(schedule_doc), start_step=start_step)
+    name_of = {id(p): n for n, p in model.named_parameters()}
+    local = [dict() for _ in range(steps)]
+    cur = [0]
+
+    def capture(state, bucket):
+        for p, g in zip(bucket.parameters(), bucket.gradients()):
+            local[cur[0]][name_of[id(p)]] = g.detach().clone().view(-1)
+        return state.run_async(bucket)
+
+    ddp.register_comm_hook(hook, capture)
+    opt = torch.optim.SGD(model.parameters(), lr=lr)
+    synced = []
+    for step in range(steps):
+        cur[0] = step
+        x, y = batch(rank, step)
+        loss = nn.functional.cross_entropy(ddp(x), y)
+        opt.zero_grad()
+        loss.backward()
+        synced.append({n: p.grad.detach().clone().view(-1) for n, p in model.named_parameters()})
+        opt.step()
+    params = {n: p.detach().clone() for n, p in model.named_parameters()}
+    return {"local": local, "synced": synced, "params": params, "bytes": hook.bytes_sent_per_step,
+            "predicted": {s: hook.predicted_bytes_per_step(s) for s in hook.bytes_sent_per_step},
+            "err": {n: t.clone() for n, t in hook._err.items()}, "vel": {n: t.clone() for n, t in hook._vel.items()}}

@@ -1,12 +1,15 @@
 """DGC's top-k parameters on the Python side: the method table accepts momentum and warmup_steps
-(defaults 0, ranges checked with the field and value named), and the DDP hook refuses what it does
-not implement (momentum correction, warm-up) instead of silently running plain top-k."""
+(defaults 0, ranges checked with the field and value named) and prices a warm-up step by step; the
+DDP hook accepts momentum correction and warm-up (tests in test_py_dgc_hook.py) and still refuses
+what it cannot send with equal-size payloads (DGC selection, delta encoding)."""
 import json
+import math
 
 import pytest
 import torch
 
 from lgreco import ScheduleError, ScheduleHook, make_schedule, parse_method, wire_bytes
+from lgreco.methods import topk_density_at
 
 
 def test_topk_dgc_params_defaults_and_ranges():
@@ -14,7 +17,7 @@ def test_topk_dgc_params_defaults_and_ranges():
     assert m.params["momentum"] == 0 and m.params["warmup_steps"] == 0
     m = parse_method({"method": "topk", "params": {"momentum": 0.9, "warmup_steps": 100, "selection": "dgc"}})
     assert m.params["momentum"] == 0.9 and m.params["warmup_steps"] == 100
-    # Bytes in the method table are the steady state: warm-up and momentum do not change them.
+    # Step-free bytes in the method table are the steady state: warm-up and momentum do not change them.
     assert wire_bytes(m, [1000]) == wire_bytes(parse_method({"method": "topk", "params": {}}), [1000])
     for key, value in [("momentum", 1), ("momentum", -0.5), ("momentum", "0.9"), ("momentum", True),
                        ("warmup_steps", -1), ("warmup_steps", 2.5), ("warmup_steps", "3")]:
@@ -23,17 +26,53 @@ def test_topk_dgc_params_defaults_and_ranges():
         assert f"'{key}' = {value!r}" in str(e.value) and "layers['fc']" in str(e.value)
 
 
-@pytest.mark.parametrize("params,word", [({"momentum": 0.9}, "momentum"), ({"warmup_steps": 10}, "warmup_steps"),
-                                         ({"selection": "dgc"}, "dgc")])
-def test_hook_rejects_what_it_does_not_implement(tmp_path, params, word):
+def test_step_aware_wire_bytes_follow_the_warmup_density():
+    """wire_bytes(method, shape, step): k at d(t) = max(density, 0.25·4^(−floor(t/W))), with the auto
+    encoding re-chosen per step; written out here from docs/dgc.md."""
+    N = 10_000
+    m = parse_method({"method": "topk", "params": {"density": 0.001, "warmup_steps": 500, "momentum": 0.9}})
+    stages = [0.25, 0.0625, 0.015625, 0.00390625, 0.001, 0.001]
+    for j, d in enumerate(stages):
+        k = max(1, math.ceil(d * N))
+        want = min(8 * k, -(-N // 8) + 4 * k)
+        for t in (500 * j, 500 * j + 499):
+            assert wire_bytes(m, [N], t) == want, (t, d)
+    assert wire_bytes(m, [N], 10**9) == wire_bytes(m, [N]) == 8 * 10  # steady state: k = 10, pairs
+    assert wire_bytes(m, [N], 0) == N // 8 + 4 * 2500  # 25 %: bitmap is cheaper
+    assert topk_density_at(m.params, 1999) == 0.00390625 and topk_density_at(m.params, 2000) == 0.001
+    big = parse_method({"method": "topk", "params": {"density": 0.5, "warmup_steps": 3}})
+    assert all(wire_bytes(big, [N], t) == wire_bytes(big, [N]) for t in range(10))  # target ≥ 25 %: no warm-up
+    plain = parse_method({"method": "topk", "params": {"density": 0.001, "encoding": "pairs"}})
+    assert all(wire_bytes(plain, [N], t) == 80 for t in range(0, 5000, 499))
+
+
+def test_hook_accepts_momentum_and_warmup(tmp_path):
     model = torch.nn.Linear(8, 4)
     shapes = {n: list(p.shape) for n, p in model.named_parameters()}
+    params = {"density": 0.1, "momentum": 0.9, "warmup_steps": 10, "encoding": "pairs"}
     doc = make_schedule([(0, None, "uniform", {n: {"method": "topk", "params": params} for n in shapes})], shapes)
     path = tmp_path / "s.json"
     path.write_text(json.dumps(doc))
+    hook = ScheduleHook(model, str(path))
+    # 32 + 4 elements: 25 % during the first 10 steps, then the 10 % target (pairs: 8k bytes)
+    assert hook.predicted_bytes_per_step(0) == 8 * (8 + 1) and hook.predicted_bytes_per_step(9) == 8 * (8 + 1)
+    assert hook.predicted_bytes_per_step(10) == 8 * (4 + 1) == doc["phases"][0]["predicted"]["bytes_per_step"]
+
+
+@pytest.mark.parametrize("params,word", [({"selection": "dgc"}, "dgc"), ({"encoding": "delta"}, "delta"),
+                                         ({"selection": "dgc", "momentum": 0.9, "warmup_steps": 5}, "dgc")])
+def test_hook_rejects_what_it_cannot_send_with_fixed_sizes(tmp_path, params, word):
+    model = torch.nn.Linear(8, 4)
+    shapes = {n: list(p.shape) for n, p in model.named_parameters()}
+    path = tmp_path / "s.json"
+    doc = make_schedule([(0, None, "uniform", {n: {"method": "topk", "params": {}} for n in shapes})], shapes)
+    for layer in doc["phases"][0]["layers"].values():  # (make_schedule cannot price delta: set it afterwards)
+        layer["params"].update(params)
+    path.write_text(json.dumps(doc))
     with pytest.raises(ScheduleError) as e:
         ScheduleHook(model, str(path))
-    assert word in str(e.value) and "not supported by the DDP hook" in str(e.value)
+    assert word in str(e.value) and "not supported by the DDP hook" in str(e.value), str(e.value)
+    assert "phases[0].layers['weight']" in str(e.value), str(e.value)
     # The same schedule with the defaults is accepted.
     ok = make_schedule([(0, None, "uniform", {n: {"method": "topk", "params": {}} for n in shapes})], shapes)
     path.write_text(json.dumps(ok))
