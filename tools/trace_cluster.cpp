@@ -77,6 +77,7 @@ void add_kernel_time_options(ArgParser& p, KernelTimeArgs& a) {
 
 planner::KernelTimeFn kernel_time_fn(const KernelTimeArgs& a, const Cluster& cluster,
                                      std::shared_ptr<const kernels::DeviceProfile> profile) {
+  if (a.none && !a.profile.empty()) throw UsageError("--kernel-profile and --no-kernel-time exclude each other");
   if (a.none) return {};
   sim::DeviceModel dev;
   dev.dense_peak_flops = cluster.gpu.dense_peak_flops > 0 ? cluster.gpu.dense_peak_flops : dev.dense_peak_flops;

@@ -112,3 +112,7 @@ def test_kernel_time_enters_the_predictions(trace, lgreco, tmp_path):
         assert c["uniform_step_s"] <= a["uniform_step_s"] + 1.0 * compressed + 1e-9
     p = lgreco("whatif", *args, "--kernel-profile", tmp_path / "missing.json")
     assert p.returncode != 0 and "missing.json" in p.stderr
+    p = lgreco("whatif", *args, "--kernel-profile", slow, "--no-kernel-time")
+    assert p.returncode == 2 and "--no-kernel-time" in p.stderr
+    p = lgreco("whatif", *args, "--memory-limit", "3furlongs")
+    assert p.returncode == 2 and "--memory-limit" in p.stderr and "furlongs" in p.stderr
