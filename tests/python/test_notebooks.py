@@ -269,7 +269,12 @@ def test_network_validation_notebook(lgreco, available, tmp_path, shared_dir):
                    "--format", "json", check=True)
         out.write_text(p.stdout)
     summary = execute("network-validation", tmp_path, {"LGRECO_NB_MEASURED": tsv, "LGRECO_NB_PRED_PRESET": preset,
-                                                       "LGRECO_NB_PRED_FIT": fitted})
+                                                       "LGRECO_NB_PRED_FIT": fitted, "LGRECO_NB_FIT": fit})
+    holdout = json.loads(fit.read_text())["holdout"]
+    assert summary["holdout_max_abs_error_pct"] == holdout["max_abs_error_pct"]
+    assert summary["holdout_points"] == len(summary["sizes_bytes"])  # every size held out once
+    assert summary["holdout_max_abs_error_pct"] == max(abs(p["error_pct"]) for k in ("even_to_odd", "odd_to_even")
+                                                       for p in holdout[k])
 
     rows = [l.split("\t") for l in tsv.read_text().splitlines() if l and not l.startswith("#")][1:]
     assert summary["sizes_bytes"] == sorted(int(r[0]) for r in rows)
