@@ -112,7 +112,7 @@ if [[ -z "$m" && -n "$SHARED" ]]; then
     --format json >"$IN/predict-fit.json"
   rm -f "$OUT/network-validation.html"
   render network-validation LGRECO_NB_MEASURED="$M" LGRECO_NB_PRED_PRESET="$IN/predict-preset.json" \
-    LGRECO_NB_PRED_FIT="$IN/predict-fit.json"
+    LGRECO_NB_PRED_FIT="$IN/predict-fit.json" LGRECO_NB_FIT="$IN/fit.json"
 elif [[ -n "$m" ]]; then
   skip network-validation "needs $m"
 else
