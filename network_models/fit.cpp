@@ -319,7 +319,8 @@ Json fit_to_json(const FitResult& f, const Json& config, const Json& provenance,
   return doc;
 }
 
-ModelParams params_from_fit(const Json& fit, const std::string& origin, const Topology& t, int ranks) {
+ModelParams params_from_fit(const Json& fit, const std::string& origin, const Topology& t, int ranks,
+                            const std::string& derived_from) {
   JsonObject o(fit, origin);
   const int version = o.get<int>("schema_version");
   if (version == 1) throw ConfigError(origin + ": schema_version 1 is the earlier model form (channel ramp); rerun `lgreco net calibrate` to refit");
@@ -327,7 +328,10 @@ ModelParams params_from_fit(const Json& fit, const std::string& origin, const To
   const std::string kind = o.get<std::string>("kind");
   if (kind != "lgreco-network-fit") throw ConfigError(origin + ": kind \"" + kind + "\", expected \"lgreco-network-fit\"");
   const std::string topo = o.get<std::string>("topology");
-  if (topo != t.name) throw ConfigError(origin + ": fitted for topology \"" + topo + "\", not \"" + t.name + "\"");
+  if (topo != t.name && (derived_from.empty() || topo != derived_from)) {
+    throw ConfigError(origin + ": fitted for topology \"" + topo + "\", not \"" + t.name + "\"" +
+                      (derived_from.empty() || derived_from == t.name ? "" : " (built from \"" + derived_from + "\")"));
+  }
   o.get<int>("ranks");
   parse_collective(o.get<std::string>("collective"));
   ModelParams p = default_params(t, ranks);

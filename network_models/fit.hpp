@@ -69,7 +69,9 @@ Json fit_to_json(const FitResult& f, const Json& config, const Json& provenance,
 
 /// Reads a fit document (strict) and returns the parameters for `t` at `ranks`: NCCL's defaults
 /// for that configuration with the fitted parameters applied. ConfigError when the fit was made
-/// for another topology.
-ModelParams params_from_fit(const Json& fit, const std::string& origin, const Topology& t, int ranks);
+/// for another topology, unless it was made for `derived_from`: the topology `t` was built from
+/// with another node count or network rate (what-if points), to which the fit transfers.
+ModelParams params_from_fit(const Json& fit, const std::string& origin, const Topology& t, int ranks,
+                            const std::string& derived_from = "");
 
 }  // namespace lgreco::net

@@ -151,7 +151,7 @@ WindowPlan uniform_plan(const Window& w, const PlanOptions& opt, const sim::Coll
 
 WindowPlan plan_window(const Window& w, const PlanOptions& o, const sim::CollectiveCost* cost) {
   const std::size_t n = w.layers.size();
-  if ((o.engine == Engine::kTime) && !cost) throw ConfigError("the time engine needs a network model (--bandwidth)");
+  if ((o.engine == Engine::kTime) && !cost) throw ConfigError("the time engine needs a network model (--topology or --bandwidth)");
   const bool dual = o.engine == Engine::kDual;
   const bool byte_budget = o.budget.kind == Budget::Kind::kBytes || o.budget.kind == Budget::Kind::kTime;
   if (dual != byte_budget) {

@@ -14,13 +14,14 @@
 #include "tools/args.hpp"
 #include "tools/command.hpp"
 #include "tools/plan_trace.hpp"
+#include "tools/trace_cluster.hpp"
 
 namespace lgreco::cli {
 namespace {
 
 using namespace lgreco::planner;
 
-// Ring collectives on a uniform network until the calibrated network models are wired in:
+// Ring collectives on a uniform network (--bandwidth without --topology):
 // allreduce 2(p−1)·α + 2(p−1)/p · bytes/bw; allgather (p−1)·α + (p−1) · bytes/bw.
 class RingCost : public sim::CollectiveCost {
  public:
@@ -40,7 +41,7 @@ struct Flags {
   std::string tables, trace, engine = "reference", alpha, error_budget, bytes_budget, time_budget, include, exclude;
   std::vector<std::string> pins;
   std::string min_rate, max_layer_error, warmup, seed = "0", buckets = "10000", grid = "1000", max_front = "20000";
-  std::string bandwidth, latency = "5us", forward, out;
+  std::string bandwidth, latency = "5us", forward, out, topology, network_fit;
   bool force = false, allow_infeasible = false;
   Format format = Format::kTable;
 };
@@ -175,6 +176,9 @@ int run_plan(const std::vector<std::string>& args) {
       .option("--max-front", &f.max_front, "N", "exact/dual front size before epsilon-trimming (default 20000)")
       .option("--bandwidth", &f.bandwidth, "BW", "network bandwidth for time predictions, e.g. 25Gbps (ring model)")
       .option("--latency", &f.latency, "DURATION", "per-hop latency of the ring model (default 5us)")
+      .option("--topology", &f.topology, "NAME|FILE",
+              "cluster for time predictions instead of the ring model (the NCCL-shaped network model, e.g. 4x8xA100-1x25G)")
+      .option("--network-fit", &f.network_fit, "FILE", "calibration of that topology from `lgreco net calibrate`")
       .option("--forward-time", &f.forward, "DURATION", "forward pass time before backward starts (default 0)")
       .option("--output", &f.out, "FILE", "write the schedule here", false, "-o")
       .flag("--force", &f.force, "overwrite an existing output file")
@@ -187,12 +191,25 @@ int run_plan(const std::vector<std::string>& args) {
   const PlanOptions opt = plan_options(f, p, config);
   std::vector<std::filesystem::path> inputs;
   const Tables t = plan_source(f, inputs);
-  std::optional<RingCost> cost;
-  if (opt.bandwidth_Bps) cost.emplace(units::parse_seconds(f.latency), *opt.bandwidth_Bps, t.world_size);
+  std::optional<RingCost> ring;
+  std::optional<Cluster> cluster;
+  if (!f.network_fit.empty() && f.topology.empty()) throw UsageError("--network-fit needs --topology");
+  if (!f.topology.empty()) {
+    std::optional<Json> fit_doc;
+    if (!f.network_fit.empty()) {
+      fit_doc = read_json_file(f.network_fit);
+      inputs.push_back(f.network_fit);
+    }
+    cluster = make_cluster(f.topology, std::nullopt, std::nullopt, std::nullopt, fit_doc ? &*fit_doc : nullptr, f.network_fit);
+    config["network"] = Json{{"model", "nccl"}, {"topology", cluster->description}};
+  } else if (opt.bandwidth_Bps) {
+    ring.emplace(units::parse_seconds(f.latency), *opt.bandwidth_Bps, t.world_size);
+  }
+  const sim::CollectiveCost* cost = cluster ? cluster->cost.get() : ring ? &*ring : nullptr;
   std::vector<WindowPlan> plans;
   for (std::size_t w = 0; w < t.windows.size(); ++w) {
     try {
-      plans.push_back(plan_window(t.windows[w], opt, cost ? &*cost : nullptr));
+      plans.push_back(plan_window(t.windows[w], opt, cost));
     } catch (const ConfigError& e) {
       throw ConfigError(f.tables + ": window " + std::to_string(w) + ": " + e.what());
     }

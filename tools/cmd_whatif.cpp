@@ -93,7 +93,8 @@ void run_plot(const std::string& json_path, const std::string& png) {
 
 int run_whatif(const std::vector<std::string>& args) {
   TraceJobArgs a;
-  std::string topology = "4x8xA100-1x25G", bandwidth = "1Gbps:400Gbps:12", nodes_text = "1,2,4,8", gpn, plot, tables;
+  std::string topology = "4x8xA100-1x25G", bandwidth = "1Gbps:400Gbps:12", nodes_text = "1,2,4,8", gpn, plot, tables,
+              network_fit;
   bool force = false;
   Format fmt = Format::kTable;
   ArgParser p("lgreco whatif",
@@ -106,6 +107,8 @@ int run_whatif(const std::vector<std::string>& args) {
   p.option("--bandwidth", &bandwidth, "LOW:HIGH:N|LIST", "inter-node bandwidths: log-spaced range or comma list (default 1Gbps:400Gbps:12)");
   p.option("--nodes", &nodes_text, "LIST", "node counts (default 1,2,4,8)");
   p.option("--gpus-per-node", &gpn, "N", "GPUs per node (default: the topology's)");
+  p.option("--network-fit", &network_fit, "FILE",
+           "calibration of the base topology from `lgreco net calibrate`, carried over to every point");
   p.option("--plot", &plot, "FILE.png", "also plot speedup against bandwidth (matplotlib, /usr/bin/python3)");
   p.flag("--force", &force, "overwrite an existing plot");
   KernelTimeArgs kt;
@@ -125,7 +128,10 @@ int run_whatif(const std::vector<std::string>& args) {
 
   if (a.trace.empty() == tables.empty()) throw UsageError("lgreco whatif: give exactly one of --trace FILE and --tables FILE");
   TraceJob job = resolve_trace_job(a);
-  const Cluster base = make_cluster(topology, std::nullopt, gpus);
+  std::optional<Json> fit_doc;
+  if (!network_fit.empty()) fit_doc = read_json_file(network_fit);
+  const Json* fit = fit_doc ? &*fit_doc : nullptr;
+  const Cluster base = make_cluster(topology, std::nullopt, gpus, std::nullopt, fit, network_fit);
   std::shared_ptr<const kernels::DeviceProfile> profile;
   if (!kt.profile.empty()) profile = std::make_shared<const kernels::DeviceProfile>(kernels::load_profile(kt.profile));
   job.plan.kernel_time = kernel_time_fn(kt, base, profile);
@@ -151,7 +157,7 @@ int run_whatif(const std::vector<std::string>& args) {
   for (int n : nodes) {
     for (double bw : bws) {
       throw_if_cancelled();
-      const Cluster c = make_cluster(topology, n, gpus, bw);
+      const Cluster c = make_cluster(topology, n, gpus, bw, fit, network_fit);
       planner::PlanOptions opt = r.plan;
       opt.kernel_time = kernel_time_fn(kt, c, profile);  // this point's GPU count
       const auto plan = time_aware ? planner::plan_window(w, opt, c.cost.get()) : r.plans.back();

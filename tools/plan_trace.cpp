@@ -54,7 +54,7 @@ Json trace_job_config(const TraceJob& job, const ClosedLoopResult& r, const Clus
 
 int run_plan_trace(const std::vector<std::string>& args) {
   TraceJobArgs a;
-  std::string topology, out, tables_out;
+  std::string topology, out, tables_out, network_fit;
   bool force = false;
   Format fmt = Format::kTable;
   ArgParser p("lgreco plan",
@@ -63,6 +63,7 @@ int run_plan_trace(const std::vector<std::string>& args) {
               "schedule (warm-up, uniform, one phase per plan). The summary goes to stdout.");
   add_trace_job_options(p, a);
   p.option("--topology", &topology, "NAME|FILE", "cluster to predict step times on, e.g. 4x8xA100-1x25G");
+  p.option("--network-fit", &network_fit, "FILE", "calibration of that topology from `lgreco net calibrate`");
   p.option("--output", &out, "FILE", "schedule to write (JSON)", true, "-o");
   p.option("--tables-out", &tables_out, "FILE", "also write the candidate tables (reusable by plan --tables)");
   p.flag("--force", &force, "overwrite existing outputs");
@@ -76,7 +77,11 @@ int run_plan_trace(const std::vector<std::string>& args) {
 
   TraceJob job = resolve_trace_job(a);
   std::optional<Cluster> cluster;
-  if (!topology.empty()) cluster = make_cluster(topology);
+  if (!network_fit.empty() && topology.empty()) throw UsageError("--network-fit needs --topology");
+  std::optional<Json> fit_doc;
+  if (!network_fit.empty()) fit_doc = read_json_file(network_fit);
+  if (!topology.empty())
+    cluster = make_cluster(topology, std::nullopt, std::nullopt, std::nullopt, fit_doc ? &*fit_doc : nullptr, network_fit);
   if (job.plan.engine == planner::Engine::kTime && !cluster) {
     throw UsageError("--engine time needs --topology (it minimises the predicted step time)");
   }

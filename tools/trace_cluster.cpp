@@ -8,6 +8,7 @@
 #include "kernels/method_json.hpp"
 #include "sim/step_builder.hpp"
 #include "network_models/collectives.hpp"
+#include "network_models/fit.hpp"
 #include "network_models/presets.hpp"
 
 namespace lgreco::cli {
@@ -26,8 +27,9 @@ std::string rate_text(double gbps) {
 }  // namespace
 
 Cluster make_cluster(const std::string& topology, std::optional<int> nodes, std::optional<int> gpus_per_node,
-                     std::optional<double> inter_node_Bps) {
+                     std::optional<double> inter_node_Bps, const Json* network_fit, const std::string& fit_origin) {
   net::Topology base = net::resolve_topology(topology);
+  const std::string base_name = base.name;
   std::string name = topology;
   if (nodes || gpus_per_node || inter_node_Bps) {
     // Rebuild as a cluster spec "KxGxGPU-NxRATE(G|GbE)" with the overrides; the per-node bandwidth
@@ -61,10 +63,13 @@ Cluster make_cluster(const std::string& topology, std::optional<int> nodes, std:
     if (l.cls == net::LinkClass::kNet) nic_Bps = l.bandwidth_Bps;
   }
   c.inter_node_Bps = c.nodes > 1 ? nic_Bps * base.nics_per_host() : 0.0;
-  net::CollectiveModel model(base, ranks, net::default_params(base, ranks));
+  const net::ModelParams params = network_fit ? net::params_from_fit(*network_fit, fit_origin, base, ranks, base_name)
+                                              : net::default_params(base, ranks);
+  net::CollectiveModel model(base, ranks, params);
   c.cost = std::make_shared<net::NetworkCost>(std::move(model));
-  c.description = Json{{"name", name},       {"nodes", c.nodes}, {"gpus_per_node", c.gpus_per_node}, {"ranks", ranks},
-                       {"gpu", base.gpu.name}, {"inter_node_bandwidth_Gbps", units::Bps_to_gbps(c.inter_node_Bps)}};
+  c.description = Json{{"name", name},       {"nodes", c.nodes}, {"gpu", base.gpu.name}, {"gpus_per_node", c.gpus_per_node},
+                       {"ranks", ranks}, {"inter_node_bandwidth_Gbps", units::Bps_to_gbps(c.inter_node_Bps)},
+                       {"network_fit", network_fit ? Json(fit_origin) : Json(nullptr)}};
   return c;
 }
 

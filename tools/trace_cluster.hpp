@@ -27,8 +27,12 @@ struct Cluster {
 
 /// Resolves `topology` (a preset name like 4x8xA100-1x25G or a topology JSON file) with optional
 /// overrides. Throws ConfigError naming the topology and the bad value.
+/// With `network_fit` (a document from `lgreco net calibrate`, read from `fit_origin`), the
+/// calibrated parameters replace NCCL's defaults; the fit must have been made for `topology`, and
+/// carries over to the clusters built from it with overrides.
 Cluster make_cluster(const std::string& topology, std::optional<int> nodes = std::nullopt,
-                     std::optional<int> gpus_per_node = std::nullopt, std::optional<double> inter_node_Bps = std::nullopt);
+                     std::optional<int> gpus_per_node = std::nullopt, std::optional<double> inter_node_Bps = std::nullopt,
+                     const Json* network_fit = nullptr, const std::string& fit_origin = "");
 
 /// How step predictions charge compression kernel time (plan --trace, whatif).
 struct KernelTimeArgs {

@@ -116,3 +116,36 @@ def test_kernel_time_enters_the_predictions(trace, lgreco, tmp_path):
     assert p.returncode == 2 and "--no-kernel-time" in p.stderr
     p = lgreco("whatif", *args, "--memory-limit", "3furlongs")
     assert p.returncode == 2 and "--memory-limit" in p.stderr and "furlongs" in p.stderr
+
+
+def test_network_fit_carries_over_to_every_point(trace, lgreco, tmp_path):
+    """A calibration of the base cluster is used by plan --trace and by every what-if point. The
+    'measurement' here is the uncalibrated model's own sweep slowed down 1.5x, so a fitted model
+    must predict slower collectives, hence slower uncompressed steps on more than one node."""
+    topo = "4x8xA100-1x25G"
+    pred = json.loads(lgreco("net", "predict", "--topology", topo, "--collective", "allreduce", "--sizes", "32K:1G",
+                             "--format", "json", check=True).stdout)
+    tsv = tmp_path / "slow.tsv"
+    tsv.write_text("size_bytes\ttime_us\talgbw_GBps\tbusbw_GBps\n" + "".join(
+        f"{int(r['size_bytes'])}\t{1.5 * r['time_us']:.3f}\t0\t0\n" for r in pred["rows"]))
+    fit = tmp_path / "fit.json"
+    lgreco("net", "calibrate", tsv, "--topology", topo, "--ranks", "32", "--collective", "allreduce", "-o", fit, check=True)
+    tables = tmp_path / "t.json"
+    p = lgreco("plan", "--trace", trace, "--topology", topo, "--network-fit", fit, "-o", tmp_path / "s.json",
+               "--tables-out", tables, "--format", "json")
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["config"]["topology"]["network_fit"] == str(fit)
+    args = ["--tables", tables, "--topology", topo, "--bandwidth", "10Gbps,100Gbps", "--nodes", "1,2,8",
+            "--format", "json"]
+    plain = json.loads(lgreco("whatif", *args, check=True).stdout)
+    fitted = json.loads(lgreco("whatif", *args, "--network-fit", fit, check=True).stdout)
+    assert fitted["config"]["topology"]["network_fit"] == str(fit)
+    for a, b in zip(plain["points"], fitted["points"]):
+        assert (a["nodes"], a["bandwidth_Gbps"]) == (b["nodes"], b["bandwidth_Gbps"])
+        if a["nodes"] > 1:
+            assert b["uncompressed_step_s"] > a["uncompressed_step_s"], (a, b)
+    # A fit of another topology is refused, naming both.
+    p = lgreco("whatif", "--tables", tables, "--topology", "2x8xA100-1x25G", "--network-fit", fit)
+    assert p.returncode == 1 and "4x8xA100-1x25G" in p.stderr and "2x8xA100-1x25G" in p.stderr
+    p = lgreco("plan", "--trace", trace, "--network-fit", fit, "-o", tmp_path / "s2.json")
+    assert p.returncode == 2 and "--topology" in p.stderr

@@ -179,3 +179,34 @@ def test_generated_tables_match_the_tables_schema():
     bad["windows"][0]["layers"][0]["candidates"][0]["colour"] = 1
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(bad, schema)
+
+
+def test_plan_tables_on_a_topology_with_and_without_a_network_fit(lgreco, tmp_path):
+    """--topology replaces the ring stand-in by the NCCL-shaped model; --network-fit calibrates it.
+    The fit here is made from the preset's own predictions slowed down 2x, so the predicted
+    uncompressed step must grow, and the schedule's network config names the fit."""
+    t = write(tmp_path / "t.json", make_tables())
+    topo = "1x8xA100-1x25G"
+    pred = json.loads(lgreco("net", "predict", "--topology", topo, "--collective", "allreduce", "--sizes", "32K:1G",
+                             "--format", "json", check=True).stdout)
+    tsv = tmp_path / "slow.tsv"
+    tsv.write_text("size_bytes\ttime_us\talgbw_GBps\tbusbw_GBps\n" + "".join(
+        f"{int(r['size_bytes'])}\t{2 * r['time_us']:.3f}\t0\t0\n" for r in pred["rows"]))
+    fit = tmp_path / "fit.json"
+    lgreco("net", "calibrate", tsv, "--topology", topo, "--ranks", "8", "--collective", "allreduce", "-o", fit, check=True)
+    docs = {}
+    for name, extra in {"preset": [], "fit": ["--network-fit", fit]}.items():
+        out = tmp_path / f"schedule-{name}.json"
+        lgreco("plan", "--tables", t, "--engine", "time", "--topology", topo, *extra, "-o", out, check=True)
+        docs[name] = json.loads(out.read_text())
+        jsonschema.validate(docs[name], SCHEMA)
+        assert docs[name]["config"]["network"]["model"] == "nccl"
+    assert docs["fit"]["config"]["network"]["topology"]["network_fit"] == str(fit)
+    assert docs["preset"]["config"]["network"]["topology"]["network_fit"] is None
+    a, b = docs["preset"]["predicted"], docs["fit"]["predicted"]
+    assert b["uncompressed_step_time_s"] > a["uncompressed_step_time_s"]
+    assert b["step_time_s"] <= b["uniform_step_time_s"] * (1 + 1e-12)
+    p = lgreco("plan", "--tables", t, "--topology", "dgx-a100", "--network-fit", fit, "-o", tmp_path / "x.json")
+    assert p.returncode == 1 and "dgx-a100" in p.stderr and topo in p.stderr
+    p = lgreco("plan", "--tables", t, "--network-fit", fit, "-o", tmp_path / "y.json")
+    assert p.returncode == 2 and "--topology" in p.stderr
