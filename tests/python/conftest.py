@@ -1,4 +1,5 @@
 """Shared fixtures for the Python tests: the lgreco binary, the repository and shared data."""
+import json
 import os
 import pathlib
 import subprocess
@@ -26,6 +27,20 @@ def lgreco():
         return proc
 
     return run
+
+
+def slowed_fit(lgreco, folder, topology, ranks, factor):
+    """A network fit of `topology` calibrated on the uncalibrated model's own allreduce sweep with
+    every time multiplied by `factor` (a stand-in measurement whose answer is known: slower)."""
+    pred = json.loads(lgreco("net", "predict", "--topology", topology, "--collective", "allreduce", "--sizes",
+                             "32K:1G", "--format", "json", check=True).stdout)
+    tsv = folder / "slow.tsv"
+    tsv.write_text("size_bytes\ttime_us\talgbw_GBps\tbusbw_GBps\n" + "".join(
+        f"{int(r['size_bytes'])}\t{factor * r['time_us']:.3f}\t0\t0\n" for r in pred["rows"]))
+    fit = folder / "fit.json"
+    lgreco("net", "calibrate", tsv, "--topology", topology, "--ranks", str(ranks), "--collective", "allreduce",
+           "-o", fit, check=True)
+    return fit
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, slowed_fit
 from e2e_traces import tiny_model_trace
 
 KEYS = ["bandwidth_Gbps", "nodes", "ranks", "uncompressed_step_s", "uniform_step_s", "adaptive_step_s",
@@ -123,13 +123,7 @@ def test_network_fit_carries_over_to_every_point(trace, lgreco, tmp_path):
     'measurement' here is the uncalibrated model's own sweep slowed down 1.5x, so a fitted model
     must predict slower collectives, hence slower uncompressed steps on more than one node."""
     topo = "4x8xA100-1x25G"
-    pred = json.loads(lgreco("net", "predict", "--topology", topo, "--collective", "allreduce", "--sizes", "32K:1G",
-                             "--format", "json", check=True).stdout)
-    tsv = tmp_path / "slow.tsv"
-    tsv.write_text("size_bytes\ttime_us\talgbw_GBps\tbusbw_GBps\n" + "".join(
-        f"{int(r['size_bytes'])}\t{1.5 * r['time_us']:.3f}\t0\t0\n" for r in pred["rows"]))
-    fit = tmp_path / "fit.json"
-    lgreco("net", "calibrate", tsv, "--topology", topo, "--ranks", "32", "--collective", "allreduce", "-o", fit, check=True)
+    fit = slowed_fit(lgreco, tmp_path, topo, 32, 1.5)
     tables = tmp_path / "t.json"
     p = lgreco("plan", "--trace", trace, "--topology", topo, "--network-fit", fit, "-o", tmp_path / "s.json",
                "--tables-out", tables, "--format", "json")

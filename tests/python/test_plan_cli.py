@@ -8,6 +8,8 @@ import random
 import jsonschema
 import pytest
 
+from conftest import slowed_fit
+
 REPO = pathlib.Path(__file__).resolve().parents[2]
 SCHEMA = json.loads((REPO / "schemas" / "schedule.schema.json").read_text())
 
@@ -187,13 +189,7 @@ def test_plan_tables_on_a_topology_with_and_without_a_network_fit(lgreco, tmp_pa
     uncompressed step must grow, and the schedule's network config names the fit."""
     t = write(tmp_path / "t.json", make_tables())
     topo = "1x8xA100-1x25G"
-    pred = json.loads(lgreco("net", "predict", "--topology", topo, "--collective", "allreduce", "--sizes", "32K:1G",
-                             "--format", "json", check=True).stdout)
-    tsv = tmp_path / "slow.tsv"
-    tsv.write_text("size_bytes\ttime_us\talgbw_GBps\tbusbw_GBps\n" + "".join(
-        f"{int(r['size_bytes'])}\t{2 * r['time_us']:.3f}\t0\t0\n" for r in pred["rows"]))
-    fit = tmp_path / "fit.json"
-    lgreco("net", "calibrate", tsv, "--topology", topo, "--ranks", "8", "--collective", "allreduce", "-o", fit, check=True)
+    fit = slowed_fit(lgreco, tmp_path, topo, 8, 2.0)
     docs = {}
     for name, extra in {"preset": [], "fit": ["--network-fit", fit]}.items():
         out = tmp_path / f"schedule-{name}.json"
