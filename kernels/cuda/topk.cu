@@ -84,6 +84,18 @@ __device__ std::uint32_t block_exscan_1024(std::uint32_t v, std::uint32_t& total
   return excl;
 }
 
+/// Loads the kItems keys of this thread in the tile starting at `base` (key j at base + j·kTileThreads
+/// + threadIdx.x; 0 past n) before anything uses them, so that kItems loads are in flight at once.
+template <class Keys>
+__device__ __forceinline__ void load_tile_keys(const Keys& keys, std::uint64_t n, std::uint64_t base,
+                                               std::uint32_t (&key)[kItems]) {
+#pragma unroll
+  for (unsigned j = 0; j < kItems; ++j) {
+    const std::uint64_t i = base + j * kTileThreads + threadIdx.x;
+    key[j] = i < n ? keys(i) : 0u;
+  }
+}
+
 __global__ void init_kernel(SelectState* st, std::uint32_t* hist, std::uint32_t* eq_tile, std::uint32_t n_tiles,
                             std::uint32_t k) {
   for (unsigned i = threadIdx.x; i < kBins; i += blockDim.x) hist[i] = 0;
@@ -99,11 +111,7 @@ __global__ void __launch_bounds__(kTileThreads) hist1_kernel(Keys keys, std::uin
   for (unsigned i = threadIdx.x; i < kBins; i += blockDim.x) bins[i] = 0;
   const std::uint64_t base = static_cast<std::uint64_t>(blockIdx.x) * kTile;
   std::uint32_t key[kItems];
-#pragma unroll
-  for (unsigned j = 0; j < kItems; ++j) {
-    const std::uint64_t i = base + j * kTileThreads + threadIdx.x;
-    key[j] = i < n ? keys(i) : 0u;
-  }
+  load_tile_keys(keys, n, base, key);
   __syncthreads();
 #pragma unroll
   for (unsigned j = 0; j < kItems; ++j)
@@ -160,11 +168,7 @@ __global__ void __launch_bounds__(kTileThreads) candidates_kernel(Keys keys, std
   const std::uint64_t base = static_cast<std::uint64_t>(blockIdx.x) * kTile;
   std::uint32_t above = 0;
   std::uint32_t keyv[kItems];
-#pragma unroll
-  for (unsigned j = 0; j < kItems; ++j) {
-    const std::uint64_t i = base + j * kTileThreads + threadIdx.x;
-    keyv[j] = i < n ? keys(i) : 0u;
-  }
+  load_tile_keys(keys, n, base, keyv);
 #pragma unroll
   for (unsigned j = 0; j < kItems; ++j) {
     const std::uint64_t i = base + j * kTileThreads + threadIdx.x;
@@ -298,11 +302,7 @@ __global__ void __launch_bounds__(kTileThreads) write_kernel(Keys keys, std::uin
   const unsigned warp = threadIdx.x / 32;
   unsigned gt_mask[kItems], eq_mask[kItems];
   std::uint32_t keyv[kItems];
-#pragma unroll
-  for (unsigned j = 0; j < kItems; ++j) {
-    const std::uint64_t i = base + j * kTileThreads + threadIdx.x;
-    keyv[j] = i < n ? keys(i) : 0u;
-  }
+  load_tile_keys(keys, n, base, keyv);
 #pragma unroll
   for (unsigned j = 0; j < kItems; ++j) {
     const std::uint64_t i = base + j * kTileThreads + threadIdx.x;
