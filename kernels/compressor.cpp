@@ -36,10 +36,11 @@ std::string layer_label(const LayerContext& ctx) {
 }  // namespace
 
 namespace {
-// True when every value is finite. Kept separate from the throwing caller: functions compiled as
-// target clones must not throw (GCC's clone dispatch does not carry unwind information).
-LGRECO_CPU_CLONES bool all_finite(const float* p, std::size_t n) noexcept {
-  // Max of the magnitude bit patterns over 8 lanes: ≥ 0x7F800000 iff some value is Inf or NaN.
+// The largest magnitude bit pattern (sign cleared) of the values: ≥ 0x7F800000 iff some value is
+// Inf or NaN, otherwise the bits of max |x| (0 for none). Kept separate from the throwing caller:
+// functions compiled as target clones must not throw (GCC's clone dispatch does not carry unwind
+// information).
+LGRECO_CPU_CLONES std::int32_t max_magnitude_bits(const float* p, std::size_t n) noexcept {
   std::int32_t lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   std::size_t i = 0;
   for (; i + 8 <= n; i += 8)
@@ -56,21 +57,28 @@ LGRECO_CPU_CLONES bool all_finite(const float* p, std::size_t n) noexcept {
     worst = std::max(worst, b & 0x7FFFFFFF);
   }
   for (std::int32_t l : lane) worst = std::max(worst, l);
-  return worst < 0x7F800000;
+  return worst;
+}
+
+std::size_t first_non_finite(std::span<const float> values) {
+  for (std::size_t i = 0; i < values.size(); ++i)
+    if (!std::isfinite(values[i])) return i;
+  return values.size();
 }
 }  // namespace
 
-void check_finite(std::span<const float> values, const LayerContext& ctx, std::string_view what) {
-  const float* p = values.data();
-  const std::size_t n = values.size();
-  if (all_finite(p, n)) return;
-  for (std::size_t i = 0; i < n; ++i)
-    if (!std::isfinite(p[i])) {
-      std::ostringstream os;
-      os << layer_label(ctx) << " step " << ctx.step << ": non-finite " << what << " value " << p[i] << " at element " << i
-         << " (gradients must be finite)";
-      throw InputError(os.str());
-    }
+float check_finite(std::span<const float> values, const LayerContext& ctx, std::string_view what) {
+  const std::int32_t bits = max_magnitude_bits(values.data(), values.size());
+  if (bits < 0x7F800000) {
+    float m;
+    std::memcpy(&m, &bits, sizeof m);
+    return m;
+  }
+  const std::size_t i = first_non_finite(values);
+  std::ostringstream os;
+  os << layer_label(ctx) << " step " << ctx.step << ": non-finite " << what << " value " << values[i] << " at element " << i
+     << " (gradients must be finite)";
+  throw InputError(os.str());
 }
 
 CompressInfo Compressor::compress(std::span<const float> acc, std::span<float> out, LayerState& state,
@@ -85,8 +93,22 @@ CompressInfo Compressor::compress(std::span<const float> acc, std::span<float> o
     throw InputError(layer_label(ctx) + ": " + std::to_string(acc.size()) + " elements; at most 2^32 − 1 supported");
   if (!acc.empty() && !out.empty() && acc.data() < out.data() + out.size() && out.data() < acc.data() + acc.size())
     throw InputError(layer_label(ctx) + ": output overlaps the input");
-  check_finite(acc, ctx);
+  const float largest = check_finite(acc, ctx);
   CompressInfo info = do_compress(acc, out, state, ctx);
+  // Finite input can still overflow fp32 inside a method (fp16 above 65504, a max-min range or a
+  // QSGD norm beyond FLT_MAX, PowerSGD's products). Below 65504 no method can (the largest
+  // intermediate, a PowerSGD column's sum of squares, stays under 2^32 · (65504 · 2^16)^2 ≈ 8e28),
+  // so the reconstruction is only scanned for larger inputs: real gradients pay nothing.
+  if (largest >= kReconstructionCheckAbove) {
+    const std::size_t i = first_non_finite(out);
+    if (i < out.size()) {
+      std::ostringstream os;
+      os << layer_label(ctx) << " step " << ctx.step << ": method '" << method_name(spec().method)
+         << "' cannot represent this input (largest |value| " << largest << "; reconstruction " << out[i]
+         << " at element " << i << "); scale the gradients or choose another method";
+      throw InputError(os.str());
+    }
+  }
   ++state.steps;
   return info;
 }

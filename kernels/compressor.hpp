@@ -96,8 +96,13 @@ class Compressor {
 /// or the machine has no device.
 std::unique_ptr<Compressor> make_compressor(const MethodSpec& spec, Backend backend = Backend::kCpu);
 
-/// Throws InputError naming the layer and the first non-finite element, if any.
-void check_finite(std::span<const float> values, const LayerContext& ctx, std::string_view what = "input");
+/// Throws InputError naming the layer and the first non-finite element, if any; returns max |x|
+/// (0 for no values).
+float check_finite(std::span<const float> values, const LayerContext& ctx, std::string_view what = "input");
+
+/// Compressor::compress scans the reconstruction for Inf/NaN (and throws InputError naming the
+/// method) when the input's largest magnitude reaches this; below it no method can overflow fp32.
+inline constexpr float kReconstructionCheckAbove = 65504.0f;
 
 /// The product of the dimensions (callers treat an empty shape as "1-D of numel", not as 1).
 std::uint64_t shape_numel(std::span<const std::int64_t> shape);

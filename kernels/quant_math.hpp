@@ -64,7 +64,8 @@ LGRECO_HD_INLINE std::uint32_t get_code(const std::uint8_t* bytes, std::uint64_t
 // min, max: of the bucket in the total order of the ordered-integer key (bits ^ ((bits >> 31) &
 // 0x7FFFFFFF) as int32), i.e. float order with −0 < +0; so a bucket holding both zeros has min −0.
 // unit = (max − min) / (2^b − 1)  [fp32 division]; a bucket with max == min has unit 0.
-// level = unit == 0 ? 0 : min(floor((x − min) / unit + u), 2^b − 1), u = 0.5 (nearest) or u_i.
+// level = unit == 0 ? 0 : min(floor((x − min) / unit + u), 2^b − 1), u = 0.5 (nearest) or u_i;
+// a NaN quotient (range beyond FLT_MAX: Inf / Inf) gives 2^b − 1 on CPU and GPU alike.
 // decode = min + unit · level  (two roundings, no FMA); unit 0 decodes to min exactly.
 
 /// Max-min unit of a bucket.
@@ -76,6 +77,9 @@ LGRECO_HD_INLINE float maxmin_unit(float mn, float mx, int bits) {
 LGRECO_HD_INLINE std::uint32_t maxmin_level(float x, float mn, float unit, float u, std::uint32_t max_level) {
   if (unit == 0.0f) return 0u;
   const float t = (x - mn) / unit + u;
+  // Also catches NaN (x − mn and unit both Inf when the bucket's range overflows fp32), whose
+  // conversion to an integer differs between x86 and the GPU (undefined in C++).
+  if (!(t < static_cast<float>(max_level))) return max_level;
   const std::uint32_t l = static_cast<std::uint32_t>(static_cast<std::int32_t>(t));
   return l < max_level ? l : max_level;
 }

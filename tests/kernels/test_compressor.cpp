@@ -2,6 +2,7 @@
 // NaN/Inf rejection, zero-length and all-zero layers, determinism, the CUDA factory without CUDA.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -9,6 +10,7 @@
 #include "kernels/compressor.hpp"
 #include "kernels/cuda_backend.hpp"
 #include "kernels/error_feedback.hpp"
+#include "kernels/quant_math.hpp"
 #include "test_util.hpp"
 
 using namespace lgreco;
@@ -156,6 +158,58 @@ TEST_CASE("NaN and Inf are rejected with the layer and the first bad element", "
   ef.step(std::vector<float>{1.0f, 3e38f}, acc, rec, ctx);  // keeps 3e38, residual (1, 0)
   ef.state(0).residual[0] = 3e38f;
   CHECK_THROWS_WITH(ef.step(g, acc, rec, ctx), Catch::Contains("big") && Catch::Contains("element 0"));
+}
+
+TEST_CASE("finite input a method cannot represent is an error naming the method, never Inf/NaN out", "[errors]") {
+  LayerContext ctx;
+  ctx.name = "head.weight";
+  ctx.index = 3;
+  // The largest fp16 is 65504: 1e5 rounds to Inf.
+  {
+    std::vector<float> g = {1.0f, -2.0f, 1e5f, 0.5f}, rec(4);
+    LayerState st;
+    CHECK_THROWS_WITH(make_compressor(parse_method("fp16"))->compress(g, rec, st, ctx),
+                      Catch::Contains("head.weight") && Catch::Contains("'fp16' cannot represent") &&
+                          Catch::Contains("element 2"));
+    CHECK(st.steps == 0);
+    g[2] = 6e4f;  // representable: no error, and the value survives
+    CHECK_NOTHROW(make_compressor(parse_method("fp16"))->compress(g, rec, st, ctx));
+    CHECK(rec[2] == 60000.0f);
+  }
+  // A max-min bucket whose range (max − min) overflows fp32, and a QSGD bucket whose L2 norm does.
+  for (const MethodSpec& spec : {parse_method("maxmin", {{"rounding", "nearest"}}), parse_method("maxmin"),
+                                 parse_method("qsgd"), parse_method("nuqsgd")}) {
+    CAPTURE(describe(spec));
+    auto g = make_input(1000, Dist::kNormal, 5);
+    g[10] = 3e38f;
+    g[11] = -3e38f;
+    std::vector<float> rec(g.size());
+    LayerState st;
+    CHECK_THROWS_WITH(make_compressor(spec)->compress(g, rec, st, ctx),
+                      Catch::Contains("head.weight") && Catch::Contains("cannot represent"));
+  }
+  // Large but representable inputs pass the scan for every method.
+  for (const MethodSpec& spec : all_methods()) {
+    CAPTURE(describe(spec));
+    auto g = make_input(1000, Dist::kNormal, 6);
+    for (float& v : g) v *= 1e6f;
+    std::vector<float> rec(g.size());
+    LayerState st;
+    if (spec.method == Method::kFp16) {
+      CHECK_THROWS_AS(make_compressor(spec)->compress(g, rec, st, ctx), InputError);
+    } else {
+      CHECK_NOTHROW(make_compressor(spec)->compress(g, rec, st, ctx));
+      CHECK(std::all_of(rec.begin(), rec.end(), [](float v) { return std::isfinite(v); }));
+    }
+  }
+}
+
+TEST_CASE("max-min level of a NaN quotient (range beyond FLT_MAX) is the top level", "[quantize]") {
+  const float inf = std::numeric_limits<float>::infinity();
+  CHECK(maxmin_level(3e38f, -3e38f, inf, 0.5f, 15u) == 15u);
+  CHECK(maxmin_level(-3e38f, -3e38f, inf, 0.5f, 15u) == 0u);
+  CHECK(maxmin_level(1.0f, 0.0f, 0.25f, 0.5f, 3u) == 3u);
+  CHECK(maxmin_level(0.3f, 0.0f, 0.25f, 0.5f, 3u) == 1u);
 }
 
 TEST_CASE("zero-length and all-zero layers work for every method", "[edge]") {
