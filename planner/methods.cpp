@@ -89,31 +89,31 @@ MethodSpec normalize_method(const std::string& method, const Json& params, const
                         (known.empty() ? "none" : known) + ")");
     }
     const Json& v = p.value();
-    const std::string bad = where + ": " + method + " parameter '" + p.key() + "' = " + v.dump();
+    const auto bad = [&] { return where + ": " + method + " parameter '" + p.key() + "' = " + v.dump(); };
     switch (d->type) {
       case Type::kInt:
-        if (!v.is_number_integer() && !(v.is_number_float() && std::floor(v.get<double>()) == v.get<double>())) throw ConfigError(bad + ": expected an integer");
+        if (!v.is_number_integer() && !(v.is_number_float() && std::floor(v.get<double>()) == v.get<double>())) throw ConfigError(bad() + ": expected an integer");
         break;
       case Type::kNumber:
-        if (!v.is_number() || !std::isfinite(v.get<double>())) throw ConfigError(bad + ": expected a finite number");
+        if (!v.is_number() || !std::isfinite(v.get<double>())) throw ConfigError(bad() + ": expected a finite number");
         break;
       case Type::kBool:
-        if (!v.is_boolean()) throw ConfigError(bad + ": expected true or false");
+        if (!v.is_boolean()) throw ConfigError(bad() + ": expected true or false");
         break;
       case Type::kString:
         if (!v.is_string() || std::find(d->choices.begin(), d->choices.end(), v.get<std::string>()) == d->choices.end()) {
           std::string c;
           for (const auto& x : d->choices) c += (c.empty() ? "" : "|") + x;
-          throw ConfigError(bad + ": expected one of " + c);
+          throw ConfigError(bad() + ": expected one of " + c);
         }
         break;
     }
     if (d->type == Type::kInt || d->type == Type::kNumber) {
       const double x = v.get<double>();
-      if (method == "topk" && p.key() == "momentum" && !(x >= 0 && x < 1)) throw ConfigError(bad + ": expected a number in [0, 1)");
-      if (x < d->lo || x > d->hi) throw ConfigError(bad + ": out of range [" + Json(d->lo).dump() + ", " + Json(d->hi).dump() + "]");
+      if (method == "topk" && p.key() == "momentum" && !(x >= 0 && x < 1)) throw ConfigError(bad() + ": expected a number in [0, 1)");
+      if (x < d->lo || x > d->hi) throw ConfigError(bad() + ": out of range [" + Json(d->lo).dump() + ", " + Json(d->hi).dump() + "]");
       if ((method == "topk" || method == "randomk") && p.key() == "density") {
-        if (x <= 0) throw ConfigError(bad + ": density must be in (0, 1]");
+        if (x <= 0) throw ConfigError(bad() + ": density must be in (0, 1]");
       }
     }
     out.params[p.key()] = d->type == Type::kInt ? Json(v.get<std::int64_t>()) : v;

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <string_view>
 
 #include "core/error.hpp"
 
@@ -12,47 +13,53 @@ namespace {
 
 // Replaces bare NaN / Infinity / -Infinity tokens outside strings with marker strings, so that a
 // table written by Python's json module parses and the reader can say which field is not finite.
+// Copies runs of ordinary characters at once (tables of large models are hundreds of MB).
 std::string quote_non_finite(const std::string& text) {
+  static constexpr std::string_view kTokens[] = {"-Infinity", "Infinity", "NaN"};
+  const std::string_view src(text);
   std::string out;
-  out.reserve(text.size());
+  out.reserve(text.size() + 64);
   bool in_string = false;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
+  std::size_t copied = 0;  // text[copied, i) is still to be appended
+  for (std::size_t i = 0; i < src.size(); ++i) {
+    const char c = src[i];
     if (in_string) {
-      out += c;
-      if (c == '\\' && i + 1 < text.size()) out += text[++i];
+      if (c == '\\') ++i;
       else if (c == '"') in_string = false;
       continue;
     }
     if (c == '"') {
       in_string = true;
-      out += c;
       continue;
     }
-    bool replaced = false;
-    for (const char* tok : {"-Infinity", "Infinity", "NaN"}) {
-      const std::string t(tok);
-      if (text.compare(i, t.size(), t) == 0) {
-        out += "\"" + t + "\"";
-        i += t.size() - 1;
-        replaced = true;
+    if (c != '-' && c != 'I' && c != 'N') continue;
+    for (std::string_view tok : kTokens) {
+      if (src.substr(i, tok.size()) == tok) {
+        out.append(src.substr(copied, i - copied));
+        out += '"';
+        out.append(tok);
+        out += '"';
+        i += tok.size() - 1;
+        copied = i + 1;
         break;
       }
     }
-    if (!replaced) out += c;
   }
+  out.append(src.substr(copied));
   return out;
 }
 
-double finite_number(JsonObject& o, const std::string& key, const std::string& what) {
+// `what` builds the candidate's description, only when there is an error to report.
+template <class What>
+double finite_number(JsonObject& o, const std::string& key, const What& what) {
   const Json& v = o.require(key);
   if (v.is_string()) {
     const std::string s = v.get<std::string>();
     if (s == "NaN" || s == "Infinity" || s == "-Infinity") {
-      throw InputError(what + ": " + key + " is " + s + "; expected a finite number >= 0");
+      throw InputError(what() + ": " + key + " is " + s + "; expected a finite number >= 0");
     }
   }
-  if (!v.is_number()) throw ConfigError(what + ": " + key + " = " + v.dump() + "; expected a number");
+  if (!v.is_number()) throw ConfigError(what() + ": " + key + " = " + v.dump() + "; expected a number");
   return v.get<double>();
 }
 
@@ -87,8 +94,9 @@ LayerTable read_layer(const Json& j, const std::string& where, const std::string
     const std::string method = c.get<std::string>("method");
     const Json* params = c.find("params");
     cand.spec = normalize_method(method, params ? *params : Json::object(), cw);
-    const std::string what = window_desc + ", layer '" + l.name + "', candidate " + std::to_string(k) + " (" +
-                             method_label(cand.spec) + ")";
+    const auto what = [&] {
+      return window_desc + ", layer '" + l.name + "', candidate " + std::to_string(k) + " (" + method_label(cand.spec) + ")";
+    };
     cand.error = finite_number(c, "error", what);
     cand.bytes = finite_number(c, "bytes", what);
     cand.collective = parse_collective(c.get<std::string>("collective"), cw);
@@ -194,13 +202,15 @@ void validate_tables(const Tables& t, const std::string& origin) {
       }
       for (std::size_t k = 0; k < l.candidates.size(); ++k) {
         const Candidate& c = l.candidates[k];
-        const std::string cd = origin + ": window " + std::to_string(w) + ", layer '" + l.name + "', candidate " +
-                               std::to_string(k) + " (" + method_label(c.spec) + ")";
-        if (!std::isfinite(c.error)) throw InputError(cd + ": error is " + Json(c.error).dump() + " (not finite); expected a finite number >= 0");
-        if (c.error < 0) throw InputError(cd + ": error " + Json(c.error).dump() + " is negative");
-        if (!std::isfinite(c.bytes) || c.bytes < 0) throw InputError(cd + ": bytes " + std::to_string(c.bytes) + "; expected a finite number >= 0");
+        const auto cd = [&] {
+          return origin + ": window " + std::to_string(w) + ", layer '" + l.name + "', candidate " + std::to_string(k) +
+                 " (" + method_label(c.spec) + ")";
+        };
+        if (!std::isfinite(c.error)) throw InputError(cd() + ": error is " + Json(c.error).dump() + " (not finite); expected a finite number >= 0");
+        if (c.error < 0) throw InputError(cd() + ": error " + Json(c.error).dump() + " is negative");
+        if (!std::isfinite(c.bytes) || c.bytes < 0) throw InputError(cd() + ": bytes " + std::to_string(c.bytes) + "; expected a finite number >= 0");
         if (c.kernel_time_s && (!std::isfinite(*c.kernel_time_s) || *c.kernel_time_s < 0)) {
-          throw InputError(cd + ": kernel_time_s " + std::to_string(*c.kernel_time_s) + "; expected a finite number >= 0");
+          throw InputError(cd() + ": kernel_time_s " + std::to_string(*c.kernel_time_s) + "; expected a finite number >= 0");
         }
       }
     }

@@ -50,6 +50,15 @@ TEST_CASE("NaN and Infinity errors are rejected naming window, layer and candida
                            Catch::Contains(tok));
     }
   }
+  // Tokens inside strings (also after an escaped quote) are text, not numbers: a model named
+  // 'NaN "Infinity" -Infinity' reads back unchanged.
+  {
+    Tables named = sample_tables();
+    named.model = "NaN \"Infinity\" -Infinity \\";
+    const Tables back = tables_from_text(tables_to_json(named).dump(), "t.json");
+    CHECK(back.model == named.model);
+    CHECK(back.windows.size() == named.windows.size());
+  }
   // The same through the in-memory path.
   Tables t = sample_tables();
   t.windows[0].layers[0].candidates[3].error = std::numeric_limits<double>::infinity();
