@@ -154,7 +154,7 @@ Tables tables_from_text(const std::string& text, const std::string& origin) {
   return tables_from_json(parse_json_text(quote_non_finite(text), origin), origin);
 }
 
-Tables read_tables(const std::filesystem::path& path) {
+Tables read_tables_json(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw ConfigError(path.string() + ": cannot open tables file");
   std::ostringstream ss;
@@ -206,7 +206,10 @@ void validate_tables(const Tables& t, const std::string& origin) {
           return origin + ": window " + std::to_string(w) + ", layer '" + l.name + "', candidate " + std::to_string(k) +
                  " (" + method_label(c.spec) + ")";
         };
-        if (!std::isfinite(c.error)) throw InputError(cd() + ": error is " + Json(c.error).dump() + " (not finite); expected a finite number >= 0");
+        if (!std::isfinite(c.error)) {
+          const std::string v = std::isnan(c.error) ? "NaN" : (c.error > 0 ? "Infinity" : "-Infinity");
+          throw InputError(cd() + ": error is " + v + " (not finite); expected a finite number >= 0");
+        }
         if (c.error < 0) throw InputError(cd() + ": error " + Json(c.error).dump() + " is negative");
         if (!std::isfinite(c.bytes) || c.bytes < 0) throw InputError(cd() + ": bytes " + std::to_string(c.bytes) + "; expected a finite number >= 0");
         if (c.kernel_time_s && (!std::isfinite(*c.kernel_time_s) || *c.kernel_time_s < 0)) {

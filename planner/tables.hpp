@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/atomic_file.hpp"
 #include "core/json_util.hpp"
 #include "planner/methods.hpp"
 #include "sim/timeline.hpp"
@@ -56,9 +57,32 @@ struct Tables {
   Json provenance = Json::object();
 };
 
+/// Reads and validates a tables file, JSON or HDF5 (told apart by the HDF5 signature, not by the
+/// name).
+Tables read_tables(const std::filesystem::path& path);
 /// Reads and validates a tables JSON file. Bare NaN/Infinity tokens (as Python's json module
 /// writes them) are accepted by the parser so that the error can name window, layer and candidate.
-Tables read_tables(const std::filesystem::path& path);
+Tables read_tables_json(const std::filesystem::path& path);
+/// Reads and validates the HDF5 form (docs/tables-format.md, "HDF5 form"); unknown members and
+/// attributes are errors, as unknown keys are in JSON.
+Tables read_tables_h5(const std::filesystem::path& path);
+/// Writes the HDF5 form to `file` (created or truncated; callers write to a temporary path).
+void write_tables_h5(const Tables& t, const std::filesystem::path& file, const std::string& context);
+/// Whether the file starts with the HDF5 signature.
+bool is_hdf5_file(const std::filesystem::path& path);
+/// Whether a destination's name asks for HDF5 (.h5 / .hdf5); anything else gets JSON.
+bool wants_hdf5(const std::filesystem::path& path);
+
+/// Tables written to a temporary sibling of `dest` (HDF5 or JSON by wants_hdf5), renamed onto
+/// `dest` only by commit(); dropped without a trace otherwise.
+class PendingTables {
+ public:
+  PendingTables(const Tables& t, const std::filesystem::path& dest, Overwrite policy);
+  void commit();
+
+ private:
+  AtomicPath path_;
+};
 /// Parses and validates a tables document; `origin` names it in messages.
 Tables tables_from_json(const Json& doc, const std::string& origin);
 /// Parses text (NaN/Infinity tolerant, see read_tables) and validates.

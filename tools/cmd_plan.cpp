@@ -157,7 +157,7 @@ int run_plan(const std::vector<std::string>& args) {
               "schedule (docs/schedule-format.md): warm-up uncompressed, the uniform default during the first window, then\n"
               "the plan made from window k during window k+1. Engines: reference (the L-GreCo DP), exact (Pareto fronts),\n"
               "time (least predicted step time, needs --bandwidth), dual (least error within a byte or time budget).");
-  p.option("--tables", &f.tables, "FILE", "candidate tables (JSON)")
+  p.option("--tables", &f.tables, "FILE", "candidate tables (JSON, or HDF5 for large models)")
       .option("--trace", &f.trace, "FILE", "replay a trace instead (closed loop; see lgreco plan --trace T --help)")
       .option("--engine", &f.engine, "NAME", "reference | exact | time | dual (default reference)")
       .option("--alpha", &f.alpha, "A", "error budget = A x the uniform default's total error (default 1)")

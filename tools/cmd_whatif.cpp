@@ -102,7 +102,7 @@ int run_whatif(const std::vector<std::string>& args) {
               "uncompressed, uniform and adaptive schedules at every (node count, inter-node bandwidth) point; "
               "time-aware engines re-plan per point.");
   add_trace_job_options(p, a, false);
-  p.option("--tables", &tables, "FILE", "candidate tables from an earlier replay (plan --tables-out) instead of --trace");
+  p.option("--tables", &tables, "FILE", "candidate tables (JSON or HDF5) from an earlier replay (plan --tables-out) instead of --trace");
   p.option("--topology", &topology, "NAME|FILE", "base cluster whose GPUs and node layout are varied (default 4x8xA100-1x25G)");
   p.option("--bandwidth", &bandwidth, "LOW:HIGH:N|LIST", "inter-node bandwidths: log-spaced range or comma list (default 1Gbps:400Gbps:12)");
   p.option("--nodes", &nodes_text, "LIST", "node counts (default 1,2,4,8)");

@@ -65,7 +65,7 @@ int run_plan_trace(const std::vector<std::string>& args) {
   p.option("--topology", &topology, "NAME|FILE", "cluster to predict step times on, e.g. 4x8xA100-1x25G");
   p.option("--network-fit", &network_fit, "FILE", "calibration of that topology from `lgreco net calibrate`");
   p.option("--output", &out, "FILE", "schedule to write (JSON)", true, "-o");
-  p.option("--tables-out", &tables_out, "FILE", "also write the candidate tables (reusable by plan --tables)");
+  p.option("--tables-out", &tables_out, "FILE", "also write the candidate tables (reusable by plan --tables; HDF5 when FILE ends in .h5)");
   p.flag("--force", &force, "overwrite existing outputs");
   KernelTimeArgs kt;
   add_kernel_time_options(p, kt);
@@ -99,11 +99,8 @@ int run_plan_trace(const std::vector<std::string>& args) {
   // Both outputs go to temporary files first and are renamed only when both are complete.
   AtomicFile sched_file(out, policy);
   sched_file.stream() << schedule.dump(2) << "\n";
-  std::optional<AtomicFile> tables_file;
-  if (!tables_out.empty()) {
-    tables_file.emplace(tables_out, policy);
-    tables_file->stream() << planner::tables_to_json(r.tables).dump(2) << "\n";
-  }
+  std::optional<planner::PendingTables> tables_file;
+  if (!tables_out.empty()) tables_file.emplace(r.tables, tables_out, policy);
   throw_if_cancelled();
   sched_file.commit();
   if (tables_file) tables_file->commit();
