@@ -91,33 +91,41 @@ h5::Handle create_group(hid_t loc, const std::string& name, const std::string& c
 
 // ---- reading ------------------------------------------------------------------------------------
 
-// Names of the links in a group, in index order.
-std::vector<std::string> member_names(hid_t group, const std::string& where) {
-  H5G_info_t info;
-  h5::check(H5Gget_info(group, &info), where, "cannot list the group");
+// Names by index, through an HDF5 call that returns a name's length when given no buffer.
+template <class NameAt>
+std::vector<std::string> names_by_index(hsize_t count, const NameAt& name_at, const std::string& where, const char* what) {
   std::vector<std::string> names;
-  for (hsize_t i = 0; i < info.nlinks; ++i) {
-    const ssize_t len = H5Lget_name_by_idx(group, ".", H5_INDEX_NAME, H5_ITER_INC, i, nullptr, 0, H5P_DEFAULT);
-    if (len < 0) throw TraceError(where + ": cannot read a member's name");
+  for (hsize_t i = 0; i < count; ++i) {
+    const ssize_t len = name_at(i, nullptr, 0);
+    if (len < 0) throw TraceError(where + ": cannot read " + what + " name");
     std::string name(static_cast<std::size_t>(len), '\0');
-    H5Lget_name_by_idx(group, ".", H5_INDEX_NAME, H5_ITER_INC, i, name.data(), name.size() + 1, H5P_DEFAULT);
+    name_at(i, name.data(), name.size() + 1);
     names.push_back(name);
   }
   return names;
 }
 
+// Names of the links in a group, in index order.
+std::vector<std::string> member_names(hid_t group, const std::string& where) {
+  H5G_info_t info;
+  h5::check(H5Gget_info(group, &info), where, "cannot list the group");
+  return names_by_index(
+      info.nlinks,
+      [&](hsize_t i, char* buf, std::size_t size) {
+        return H5Lget_name_by_idx(group, ".", H5_INDEX_NAME, H5_ITER_INC, i, buf, size, H5P_DEFAULT);
+      },
+      where, "a member's");
+}
+
 std::vector<std::string> attribute_names(hid_t obj, const std::string& where) {
   H5O_info_t info;
   h5::check(H5Oget_info2(obj, &info, H5O_INFO_NUM_ATTRS), where, "cannot read the object's attributes");
-  std::vector<std::string> names;
-  for (hsize_t i = 0; i < info.num_attrs; ++i) {
-    const ssize_t len = H5Aget_name_by_idx(obj, ".", H5_INDEX_NAME, H5_ITER_INC, i, nullptr, 0, H5P_DEFAULT);
-    if (len < 0) throw TraceError(where + ": cannot read an attribute's name");
-    std::string name(static_cast<std::size_t>(len), '\0');
-    H5Aget_name_by_idx(obj, ".", H5_INDEX_NAME, H5_ITER_INC, i, name.data(), name.size() + 1, H5P_DEFAULT);
-    names.push_back(name);
-  }
-  return names;
+  return names_by_index(
+      info.num_attrs,
+      [&](hsize_t i, char* buf, std::size_t size) {
+        return H5Aget_name_by_idx(obj, ".", H5_INDEX_NAME, H5_ITER_INC, i, buf, size, H5P_DEFAULT);
+      },
+      where, "an attribute's");
 }
 
 void reject_unknown(const std::vector<std::string>& names, const std::set<std::string>& known, const std::string& where,
