@@ -79,3 +79,40 @@ def test_bad_h5_tables_fail_cleanly(lgreco, tmp_path):
     p = lgreco("plan", "--tables", tmp_path / "cut.h5", "-o", tmp_path / "s.json")
     assert p.returncode == 1 and "cut.h5" in p.stderr and "truncated or corrupt" in p.stderr
     assert set(os.listdir(tmp_path)) == before | {"cut.h5"}  # no schedule, no temporaries
+
+
+def test_tables_convert_and_info(lgreco, tmp_path):
+    doc = make_tables(windows=2, seed=9)
+    (tmp_path / "t.json").write_text(json.dumps(doc))
+    lgreco("tables", "convert", tmp_path / "t.json", "-o", tmp_path / "t.h5", check=True)
+    got = read_tables_h5(tmp_path / "t.h5")
+    # The C++ side writes parameters normalised (every default spelled out): compare the rest, and
+    # that the given parameters are kept.
+    for wa, wb in zip(got["windows"], doc["windows"]):
+        for la, lb in zip(wa["layers"], wb["layers"]):
+            for ca, cb in zip(la["candidates"], lb["candidates"]):
+                assert cb["params"].items() <= ca.pop("params").items()
+                cb.pop("params")
+    assert got == doc
+    doc = make_tables(windows=2, seed=9)
+    lgreco("tables", "convert", tmp_path / "t.h5", "-o", tmp_path / "back.json", check=True)
+    back = json.loads((tmp_path / "back.json").read_text())
+    assert back["windows"][1]["layers"][4]["candidates"][3]["error"] == doc["windows"][1]["layers"][4]["candidates"][3]["error"]
+    assert [len(layer["candidates"]) for layer in back["windows"][0]["layers"]] == \
+        [len(layer["candidates"]) for layer in doc["windows"][0]["layers"]]
+    p = lgreco("tables", "info", tmp_path / "t.h5", "--format", "json")
+    assert p.returncode == 0, p.stderr
+    info = json.loads(p.stdout)
+    n = sum(len(layer["candidates"]) for w in doc["windows"] for layer in w["layers"])
+    assert info["form"] == "hdf5" and info["candidates"] == n and info["layers"] == len(doc["windows"][0]["layers"])
+    assert info["candidates_per_method"] == {"none": 6, "powersgd": n - 6}
+    assert lgreco("tables", "info", tmp_path / "t.json").stdout.startswith(f"{tmp_path / 't.json'}: json tables")
+    # The output exists: refused without --force, the file untouched.
+    before = (tmp_path / "back.json").read_bytes()
+    p = lgreco("tables", "convert", tmp_path / "t.h5", "-o", tmp_path / "back.json")
+    assert p.returncode == 1 and "back.json" in p.stderr and (tmp_path / "back.json").read_bytes() == before
+    # Bad input: nothing written.
+    (tmp_path / "bad.json").write_text('{"schema_version": 1, "kind": "lgreco-tables"')
+    p = lgreco("tables", "convert", tmp_path / "bad.json", "-o", tmp_path / "bad.h5")
+    assert p.returncode == 1 and "bad.json" in p.stderr and not (tmp_path / "bad.h5").exists()
+    assert sorted(os.listdir(tmp_path)) == ["back.json", "bad.json", "t.h5", "t.json"]
