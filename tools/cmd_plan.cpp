@@ -102,6 +102,10 @@ PlanOptions plan_options(const Flags& f, const ArgParser& p, Json& config) {
   else if (p.given("--bytes-budget")) o.budget = {Budget::Kind::kBytes, static_cast<double>(units::parse_bytes(f.bytes_budget))};
   else if (p.given("--time-budget")) o.budget = {Budget::Kind::kTime, units::parse_seconds(f.time_budget)};
   else o.budget = {Budget::Kind::kAlpha, p.given("--alpha") ? parse_double("--alpha", f.alpha) : 1.0};
+  if ((o.budget.kind == Budget::Kind::kAlpha || o.budget.kind == Budget::Kind::kError) && o.budget.value < 0) {
+    throw UsageError(std::string(o.budget.kind == Budget::Kind::kAlpha ? "--alpha " + f.alpha : "--error-budget " + f.error_budget) +
+                     ": expected a number >= 0");
+  }
   if (p.given("--include")) o.include_re = f.include;
   if (p.given("--exclude")) o.exclude_re = f.exclude;
   for (const auto& pin : f.pins) {

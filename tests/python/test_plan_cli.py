@@ -167,6 +167,10 @@ def test_output_not_overwritten_and_usage_errors(lgreco, tmp_path):
     assert json.loads(out.read_text())["kind"] == "lgreco-schedule"
     assert lgreco("plan", "--tables", t, "--alpha", "1", "--error-budget", "2").returncode == 2
     assert lgreco("plan").returncode == 2
+    for flag, value in (("--alpha", "-1"), ("--error-budget", "-0.5")):
+        p = lgreco("plan", "--tables", t, flag, value, "-o", tmp_path / "neg.json")
+        assert p.returncode == 2 and f"{flag} {value}: expected a number >= 0" in p.stderr
+        assert not (tmp_path / "neg.json").exists()
     bad = make_tables()
     bad["windows"][0]["layers"][0]["colour"] = "red"
     p = lgreco("plan", "--tables", write(tmp_path / "bad.json", bad))
