@@ -68,7 +68,7 @@ Tables read_tables_json(const std::filesystem::path& path);
 Tables read_tables_h5(const std::filesystem::path& path);
 /// Writes the HDF5 form to `file` (created or truncated; callers write to a temporary path).
 void write_tables_h5(const Tables& t, const std::filesystem::path& file, const std::string& context);
-/// Whether the file starts with the HDF5 signature.
+/// Whether the file is HDF5 (has the HDF5 signature, at the start or after a user block).
 bool is_hdf5_file(const std::filesystem::path& path);
 /// Whether a destination's name asks for HDF5 (.h5 / .hdf5); anything else gets JSON.
 bool wants_hdf5(const std::filesystem::path& path);

@@ -280,10 +280,10 @@ Window read_window(hid_t g, const std::string& where, const std::vector<MethodSp
 }  // namespace
 
 bool is_hdf5_file(const std::filesystem::path& path) {
-  static constexpr char kSignature[8] = {'\x89', 'H', 'D', 'F', '\r', '\n', '\x1a', '\n'};
-  std::ifstream in(path, std::ios::binary);
-  char head[8] = {};
-  return in.read(head, sizeof head) && std::memcmp(head, kSignature, sizeof head) == 0;
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return false;
+  h5::init();
+  return H5Fis_hdf5(path.string().c_str()) > 0;  // finds the signature after a user block, too
 }
 
 bool wants_hdf5(const std::filesystem::path& path) {
