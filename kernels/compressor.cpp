@@ -99,9 +99,9 @@ CompressInfo Compressor::compress(std::span<const float> acc, std::span<float> o
   // QSGD norm beyond FLT_MAX, PowerSGD's products). Below 65504 no method can (the largest
   // intermediate, a PowerSGD column's sum of squares, stays under 2^32 · (65504 · 2^16)^2 ≈ 8e28),
   // so the reconstruction is only scanned for larger inputs: real gradients pay nothing.
-  if (largest >= kReconstructionCheckAbove) {
+  if (largest >= kReconstructionCheckAbove && max_magnitude_bits(out.data(), out.size()) >= 0x7F800000) {
     const std::size_t i = first_non_finite(out);
-    if (i < out.size()) {
+    {
       std::ostringstream os;
       os << layer_label(ctx) << " step " << ctx.step << ": method '" << method_name(spec().method)
          << "' cannot represent this input (largest |value| " << largest << "; reconstruction " << out[i]
