@@ -377,7 +377,8 @@ void write_tables_h5(const Tables& t, const std::filesystem::path& file_path, co
     h5::write_attr(g.get(), "start_step", win.start_step, ctx);
     h5::write_attr(g.get(), "end_step", win.end_step, ctx);
     std::vector<std::string> name, kind;
-    std::vector<std::int64_t> ndim, shape, numel, bucket, order, deflt, count, setting, coll;
+    std::vector<std::int64_t> ndim, shape, numel, bucket, order, deflt, count, setting;
+    std::vector<std::uint8_t> coll;
     std::vector<double> compute, error, bytes, ktime;
     const double absent = std::numeric_limits<double>::quiet_NaN();
     for (const LayerTable& l : win.layers) {
@@ -413,8 +414,7 @@ void write_tables_h5(const Tables& t, const std::filesystem::path& file_path, co
     write_array(G, "candidate_setting", setting, ctx);
     write_array(G, "candidate_error", error, ctx);
     write_array(G, "candidate_bytes", bytes, ctx);
-    std::vector<std::uint8_t> coll8(coll.begin(), coll.end());
-    write_array(G, "candidate_collective", coll8, ctx);
+    write_array(G, "candidate_collective", coll, ctx);
     write_array(G, "candidate_kernel_time_s", ktime, ctx);
   }
   h5::Handle sg = create_group(root, "settings", ctx);
