@@ -478,22 +478,19 @@ void TraceReader::decode_raw(const RawRow& raw, std::span<float> out) {
     const std::int64_t pos = static_cast<std::int64_t>(k) * raw.chunk;
     const std::size_t len = static_cast<std::size_t>(std::min(raw.chunk, raw.numel - pos));
     float* dst = out.data() + pos;
+    // 16-bit storage: little-endian words widened by `widen` (a distinct type per format, so the
+    // conversion inlines into the loop).
+    const auto widen16 = [&](auto widen) {
+      for (std::size_t i = 0; i < len; ++i) {
+        std::uint16_t h;
+        std::memcpy(&h, data + 2 * i, 2);
+        dst[i] = widen(h);
+      }
+    };
     switch (raw.dtype) {
       case StorageDtype::kFloat32: std::memcpy(dst, data, len * 4); break;
-      case StorageDtype::kFloat16:
-        for (std::size_t i = 0; i < len; ++i) {
-          std::uint16_t h;
-          std::memcpy(&h, data + 2 * i, 2);
-          dst[i] = half_to_float(h);
-        }
-        break;
-      case StorageDtype::kBFloat16:
-        for (std::size_t i = 0; i < len; ++i) {
-          std::uint16_t h;
-          std::memcpy(&h, data + 2 * i, 2);
-          dst[i] = bfloat16_to_float(h);
-        }
-        break;
+      case StorageDtype::kFloat16: widen16([](std::uint16_t h) { return half_to_float(h); }); break;
+      case StorageDtype::kBFloat16: widen16([](std::uint16_t h) { return bfloat16_to_float(h); }); break;
     }
   }
 }
