@@ -80,6 +80,7 @@ std::vector<double> jacobi_eigen(std::vector<double> g, std::int64_t p, std::vec
 
 std::vector<double> symmetric_eigen(std::vector<double> t, std::int64_t p, std::vector<double>* vectors) {
   if (p <= 2) return jacobi_eigen(std::move(t), p, vectors);
+  const std::vector<double> original = t;  // for the Jacobi fallback below
   // V holds Qᵀ (rows), with t_original = Q·T·Qᵀ throughout.
   std::vector<double> v;
   if (vectors) {
@@ -129,15 +130,25 @@ std::vector<double> symmetric_eigen(std::vector<double> t, std::int64_t p, std::
   //    rotations J acting on rows/columns (k, k+1): T ← J·T·Jᵀ, Qᵀ ← J·Qᵀ.
   const double eps = std::numeric_limits<double>::epsilon();
   auto at = [&](std::int64_t i, std::int64_t j) -> double& { return t[i * p + j]; };
+  // An off-diagonal entry is negligible relative to its two diagonal neighbours or, for
+  // eigenvalues at or near zero (where the relative test can never pass), to the whole matrix:
+  // eps·‖T‖_F is the backward error the Householder step has already made.
+  double norm = 0;
+  for (double x : t) norm += x * x;
+  norm = std::sqrt(norm);
+  auto negligible = [&](std::int64_t i) {
+    const double e = std::fabs(at(i, i - 1));
+    return e <= eps * (std::fabs(at(i, i)) + std::fabs(at(i - 1, i - 1))) || e <= eps * norm;
+  };
   std::int64_t hi = p - 1;
   for (std::int64_t guard = 0; hi > 0 && guard < 60 * p; ++guard) {
-    if (std::fabs(at(hi, hi - 1)) <= eps * (std::fabs(at(hi, hi)) + std::fabs(at(hi - 1, hi - 1)))) {
+    if (negligible(hi)) {
       at(hi, hi - 1) = at(hi - 1, hi) = 0;
       --hi;
       continue;
     }
     std::int64_t lo = hi - 1;
-    while (lo > 0 && std::fabs(at(lo, lo - 1)) > eps * (std::fabs(at(lo, lo)) + std::fabs(at(lo - 1, lo - 1)))) --lo;
+    while (lo > 0 && !negligible(lo)) --lo;
     if (lo > 0) at(lo, lo - 1) = at(lo - 1, lo) = 0;
     const double e = at(hi, hi - 1);
     const double delta = (at(hi - 1, hi - 1) - at(hi, hi)) / 2;
@@ -160,6 +171,9 @@ std::vector<double> symmetric_eigen(std::vector<double> t, std::int64_t p, std::
       }
     }
   }
+  // QR did not converge within its budget (never seen once the test above has its absolute
+  // floor): Jacobi always converges, slowly.
+  if (hi > 0) return jacobi_eigen(original, p, vectors);
   std::vector<double> d(static_cast<std::size_t>(p));
   for (std::int64_t i = 0; i < p; ++i) d[i] = at(i, i);
   return sort_decreasing(d, p, vectors ? &v : nullptr, vectors);

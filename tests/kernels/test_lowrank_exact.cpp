@@ -241,3 +241,21 @@ TEST_CASE("symmetric_eigen agrees with Jacobi and diagonalises", "[powersgd][exa
     }
   }
 }
+
+TEST_CASE("symmetric_eigen deflates at zero eigenvalues", "[powersgd][exact][eigen]") {
+  // Eigenvalues 0,0,0,1,1,1,2,…: the off-diagonal entries next to the zero eigenvalues can never
+  // pass a test relative to their (zero) diagonal neighbours; the QR iteration must still deflate
+  // them (absolute floor eps·‖T‖) and agree with Jacobi to rounding.
+  for (std::int64_t p : {40, 100, 150, 200}) {
+    for (int seed = 0; seed < 8; ++seed) {
+      const Eigen::MatrixXd q = orthonormal(p, p, 100 + seed, p);
+      Eigen::VectorXd d(p);
+      for (std::int64_t i = 0; i < p; ++i) d[i] = static_cast<double>(i / 3);
+      const Eigen::MatrixXd sym = q * d.asDiagonal() * q.transpose();
+      std::vector<double> flat(sym.data(), sym.data() + p * p);
+      const auto ev = cpu::symmetric_eigen(flat, p);
+      CAPTURE(p, seed);
+      for (std::int64_t i = 0; i < p; ++i) CHECK(std::fabs(ev[i] - d[p - 1 - i]) <= 1e-11 * sym.norm());
+    }
+  }
+}
