@@ -64,6 +64,53 @@ nlohmann::json method_to_json(const MethodSpec& spec) {
   return {{"method", method_name(spec.method)}, {"params", params}};
 }
 
+nlohmann::json registry_to_json() {
+  nlohmann::json out = nlohmann::json::array();
+  for (const MethodInfo& m : methods()) {
+    MethodSpec defaults;
+    defaults.method = m.method;
+    nlohmann::json params = nlohmann::json::array();
+    for (const ParamInfo& p : m.params) {
+      nlohmann::json j = {{"name", p.name}, {"meaning", p.meaning}};
+      switch (p.type) {
+        case ParamType::kInt:
+          j["type"] = "int";
+          j["min"] = p.int_min;
+          j["max"] = p.int_max;
+          break;
+        case ParamType::kReal:
+          j["type"] = "real";
+          j["min"] = p.real_min;
+          j["max"] = p.real_max;
+          j["min_open"] = p.min_open;
+          j["max_open"] = p.max_open;
+          break;
+        case ParamType::kBool: j["type"] = "bool"; break;
+        case ParamType::kChoice:
+          j["type"] = "choice";
+          j["choices"] = std::vector<std::string>(p.choices.begin(), p.choices.end());
+          break;
+      }
+      if (p.get) j["default"] = typed(value_text(p.get(defaults)));
+      if (p.alias_for) {
+        // The alias's meaning as data: every alias value and the target value it stands for.
+        const ParamInfo* target = find_param(m, p.alias_for);
+        nlohmann::json values = nlohmann::json::object();
+        for (std::int64_t v = p.int_min; v <= p.int_max; ++v) {
+          const MethodSpec s = parse_method(m.name, {{p.name, std::to_string(v)}});
+          values[std::to_string(v)] = typed(value_text(target->get(s)));
+        }
+        j["alias_for"] = p.alias_for;
+        j["alias_values"] = values;
+      }
+      params.push_back(j);
+    }
+    out.push_back({{"name", m.name}, {"collective", to_string(m.collective)}, {"summary", m.summary},
+                   {"wire_formula", m.wire_formula}, {"planned_param", m.planned_param}, {"params", params}});
+  }
+  return {{"schema_version", 1}, {"kind", "lgreco-methods"}, {"methods", out}};
+}
+
 DeviceProfile profile_from_json(const nlohmann::json& j, const std::string& where) {
   JsonObject o(j, where);
   const auto version = o.get<int>("schema_version");

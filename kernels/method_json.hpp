@@ -17,6 +17,14 @@ MethodSpec method_from_json(const nlohmann::json& j, const std::string& where = 
 /// MethodSpec → {"method": ..., "params": {every resolved param}} with numbers/booleans typed.
 nlohmann::json method_to_json(const MethodSpec& spec);
 
+/// The method registry (kernels/method.hpp) as a document: {"schema_version": 1, "kind":
+/// "lgreco-methods", "methods": [{"name", "collective", "summary", "wire_formula", "planned_param",
+/// "params": [{"name", "type": int|real|bool|choice, "meaning", "default", "min"/"max" (numbers;
+/// reals also "min_open"/"max_open"), "choices", "alias_for" with "alias_values" (alias value →
+/// the target's value, as text keys)}]}]}. What `lgreco methods --format json` prints and what the
+/// Python package reads (python/lgreco/registry.json is generated from it and checked by a test).
+nlohmann::json registry_to_json();
+
 /// Parses a device profile document (kernels/profiles/<device>.json); ConfigError naming `where`.
 DeviceProfile profile_from_json(const nlohmann::json& j, const std::string& where);
 

@@ -208,9 +208,15 @@ double CollectiveModel::busbw_factor(CollectiveKind c) const {
   return (n - 1) / n;
 }
 
-double NetworkCost::time_s(sim::Collective c, double bytes_per_rank) const {
-  if (c == sim::Collective::kAllreduce) return model_.best(CollectiveKind::kAllreduce, bytes_per_rank).time_s;
-  return model_.best(CollectiveKind::kAllgather, bytes_per_rank * model_.ranks()).time_s;
+double NetworkCost::time_s(Collective c, double bytes_per_rank) const {
+  // nccl-tests sizes: the per-rank buffer, except allgather's whole gathered buffer.
+  switch (c) {
+    case Collective::kAllgather: return model_.best(CollectiveKind::kAllgather, bytes_per_rank * model_.ranks()).time_s;
+    case Collective::kReduceScatter: return model_.best(CollectiveKind::kReduceScatter, bytes_per_rank).time_s;
+    case Collective::kBroadcast: return model_.best(CollectiveKind::kBroadcast, bytes_per_rank).time_s;
+    case Collective::kAllreduce: break;
+  }
+  return model_.best(CollectiveKind::kAllreduce, bytes_per_rank).time_s;
 }
 
 const char* to_string(CollectiveKind c) {

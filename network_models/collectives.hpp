@@ -52,7 +52,7 @@
 #include <vector>
 
 #include "network_models/topology.hpp"
-#include "sim/timeline.hpp"
+#include "network_models/cost.hpp"
 
 namespace lgreco::net {
 
@@ -155,12 +155,12 @@ class CollectiveModel {
   Table tuning_{};  ///< NCCL's own (default_params) latencies and bandwidths, for the pick
 };
 
-/// sim::CollectiveCost on top of a CollectiveModel: allreduce of the per-rank buffer; allgather of
-/// n × the per-rank payload (NCCL's total size).
-class NetworkCost : public sim::CollectiveCost {
+/// CollectiveCost on top of a CollectiveModel: allreduce, reduce-scatter and broadcast of the
+/// per-rank buffer; allgather of n × the per-rank payload (NCCL's total size).
+class NetworkCost : public CollectiveCost {
  public:
   explicit NetworkCost(CollectiveModel model) : model_(std::move(model)) {}
-  double time_s(sim::Collective c, double bytes_per_rank) const override;
+  double time_s(Collective c, double bytes_per_rank) const override;
   const CollectiveModel& model() const { return model_; }
 
  private:

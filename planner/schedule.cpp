@@ -6,6 +6,8 @@
 #include <set>
 
 #include "core/error.hpp"
+#include "kernels/method_json.hpp"
+#include "kernels/wire.hpp"
 
 namespace lgreco::planner {
 namespace {
@@ -20,17 +22,16 @@ Json bytes_json(double bytes) {
 Json nullable(const std::optional<double>& v) { return v ? Json(*v) : Json(nullptr); }
 Json ratio(double num, double den) { return den > 0 ? Json(num / den) : Json(nullptr); }
 
-// Contract wire bytes of a setting on a layer, else the candidate's measured bytes.
-double phase_bytes(const LayerTable& l, const MethodSpec& spec, double measured) {
-  const auto b = wire_bytes(spec, l.shape);
-  return b ? *b : measured;
+// The registry's wire bytes of a setting on a layer (steady state).
+double phase_bytes(const LayerTable& l, const kernels::MethodSpec& spec) {
+  return static_cast<double>(kernels::wire_size(spec, l.shape).bytes);
 }
 
 std::string family_of(const Tables& t) {
   std::set<std::string> methods;
   for (const auto& l : t.windows[0].layers) {
     for (const auto& c : l.candidates) {
-      if (c.spec.method != "none") methods.insert(c.spec.method);
+      if (c.spec.method != kernels::Method::kNone) methods.insert(kernels::method_name(c.spec.method));
     }
   }
   if (methods.empty()) return "none";
@@ -39,11 +40,9 @@ std::string family_of(const Tables& t) {
 
 }  // namespace
 
-std::string params_text(const MethodSpec& m) {
+std::string params_text(const kernels::MethodSpec& m) {
   std::string out;
-  for (auto it = m.params.begin(); it != m.params.end(); ++it) {
-    out += (out.empty() ? "" : ";") + it.key() + "=" + (it.value().is_string() ? it.value().get<std::string>() : it.value().dump());
-  }
+  for (const auto& [k, v] : kernels::resolved_params(m)) out += (out.empty() ? "" : ";") + k + "=" + v;
   return out;
 }
 
@@ -77,7 +76,7 @@ Schedule build_schedule(const Tables& t, const std::vector<WindowPlan>& plans, c
     for (std::size_t i = 0; i < w.layers.size(); ++i) {
       const Candidate c = pick(i);
       p.layers.emplace_back(w.layers[i].name, c.spec);
-      bytes += phase_bytes(w.layers[i], c.spec, c.bytes);
+      bytes += phase_bytes(w.layers[i], c.spec);
     }
     p.predicted["bytes_per_step"] = bytes_json(bytes);
     p.predicted["compression_ratio"] = ratio(raw_bytes, bytes);
@@ -85,10 +84,7 @@ Schedule build_schedule(const Tables& t, const std::vector<WindowPlan>& plans, c
   };
   if (warm > 0) {
     Phase p = make_phase(0, warm, "warmup", W[0], [&](std::size_t i) {
-      Candidate c;
-      c.spec = normalize_method("none", Json::object(), "none");
-      c.bytes = 4.0 * static_cast<double>(layers0[i].numel);
-      return c;
+      return make_candidate(kernels::MethodSpec{}, layers0[i].shape, 0.0);
     });
     p.predicted["total_error"] = 0.0;
     p.predicted["status"] = "uniform";
@@ -109,7 +105,7 @@ Schedule build_schedule(const Tables& t, const std::vector<WindowPlan>& plans, c
     Phase p = make_phase(W[k].end_step, end, "plan-" + std::to_string(k), W[k], [&](std::size_t i) { return plans[k].chosen[i]; });
     p.predicted["total_error"] = plans[k].total_error;
     p.predicted["step_time_s"] = nullable(plans[k].step_s);
-    p.predicted["status"] = plans[k].status;
+    p.predicted["status"] = status_name(plans[k].status);
     p.predicted["source_window"] = static_cast<int>(k);
     p.predicted["optimality_gap_bound"] = plans[k].gap_bound >= 0 ? Json(plans[k].gap_bound) : Json(nullptr);
     s.phases.push_back(std::move(p));
@@ -131,7 +127,7 @@ Schedule build_schedule(const Tables& t, const std::vector<WindowPlan>& plans, c
   const WindowPlan& last = plans.back();
   const double bytes = s.phases.back().predicted["bytes_per_step"].get<double>();
   double uniform_bytes = 0;
-  for (const auto& l : W.back().layers) uniform_bytes += phase_bytes(l, l.candidates[l.default_index].spec, l.candidates[l.default_index].bytes);
+  for (const auto& l : W.back().layers) uniform_bytes += phase_bytes(l, l.candidates[l.default_index].spec);
   s.predicted = {{"bytes_per_step", bytes_json(bytes)},
                  {"uniform_bytes_per_step", bytes_json(uniform_bytes)},
                  {"uncompressed_bytes_per_step", bytes_json(raw_bytes)},
@@ -144,7 +140,7 @@ Schedule build_schedule(const Tables& t, const std::vector<WindowPlan>& plans, c
                  {"step_time_s", nullable(last.step_s)},
                  {"uniform_step_time_s", nullable(last.uniform_step_s)},
                  {"uncompressed_step_time_s", nullable(last.uncompressed_step_s)},
-                 {"status", last.status},
+                 {"status", status_name(last.status)},
                  {"optimality_gap_bound", last.gap_bound >= 0 ? Json(last.gap_bound) : Json(nullptr)},
                  {"engine_note", last.detail},
                  {"warnings", Json::array()}};
@@ -158,7 +154,7 @@ Json schedule_to_json(const Schedule& s) {
   Json phases = Json::array();
   for (const Phase& p : s.phases) {
     Json layers = Json::object();
-    for (const auto& [name, m] : p.layers) layers[name] = {{"method", m.method}, {"params", m.params}};
+    for (const auto& [name, m] : p.layers) layers[name] = kernels::method_to_json(m);
     phases.push_back({{"start_step", p.start_step}, {"end_step", p.end_step ? Json(*p.end_step) : Json(nullptr)},
                       {"label", p.label}, {"layers", layers}, {"predicted", p.predicted}});
   }
@@ -197,10 +193,9 @@ Schedule schedule_from_json(const Json& doc, const std::string& origin) {
     for (auto it = layers.begin(); it != layers.end(); ++it) {
       const std::string lw = where + ".layers['" + it.key() + "']";
       JsonObject lo(it.value(), lw);
-      const std::string method = lo.get<std::string>("method");
-      const Json* params = lo.find("params");
+      lo.allow({"method", "params"});
       lo.finish();
-      p.layers.emplace_back(it.key(), normalize_method(method, params ? *params : Json::object(), lw));
+      p.layers.emplace_back(it.key(), kernels::method_from_json(it.value(), lw));
     }
     p.predicted = po.require("predicted");
     if (!p.predicted.is_object() || !p.predicted.contains("bytes_per_step") || !p.predicted["bytes_per_step"].is_number()) {

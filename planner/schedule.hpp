@@ -8,8 +8,8 @@
 ///                                      omitted when N = 0)
 ///   uniform  [N, W_0.end)              every parameter at its default (the window measured)
 ///   plan-k   [W_k.end, W_{k+1}.end)    the plan made from window k; the last one is open (end null)
-/// A phase's bytes_per_step is Σ over parameters of the contract's wire bytes of its setting (the
-/// table's measured bytes where the formula is data dependent). The top-level "predicted" describes
+/// A phase's bytes_per_step is Σ over parameters of the registry's wire bytes of its setting
+/// (kernels/wire.hpp, steady state). The top-level "predicted" describes
 /// the last plan phase against the uniform default and no compression on the same window.
 #include <cstdint>
 #include <optional>
@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "core/json_util.hpp"
-#include "planner/methods.hpp"
+#include "kernels/method.hpp"
 #include "planner/plan.hpp"
 #include "planner/tables.hpp"
 
@@ -29,7 +29,7 @@ struct Phase {
   std::int64_t start_step = 0;
   std::optional<std::int64_t> end_step;
   std::string label;                                        ///< warmup | uniform | plan-<k>
-  std::vector<std::pair<std::string, MethodSpec>> layers;   ///< in model order
+  std::vector<std::pair<std::string, kernels::MethodSpec>> layers;   ///< in model order
   Json predicted = Json::object();                          ///< {"bytes_per_step", ...}
 };
 
@@ -72,7 +72,7 @@ std::vector<std::string> check_schedule(const Schedule& s);
 /// One per-parameter difference between two phases.
 struct PhaseChange {
   std::string param;
-  std::optional<MethodSpec> from, to;  ///< absent when the parameter is missing on that side
+  std::optional<kernels::MethodSpec> from, to;  ///< absent when the parameter is missing on that side
 };
 /// Parameters whose setting differs between a and b (in a's order, then b's extra ones).
 std::vector<PhaseChange> diff_phases(const Phase& a, const Phase& b);
@@ -81,6 +81,6 @@ std::vector<PhaseChange> diff_phases(const Phase& a, const Phase& b);
 const Phase& find_phase(const Schedule& s, const std::string& label);
 
 /// "k=v;k=v" of all parameters (CSV and tables).
-std::string params_text(const MethodSpec& m);
+std::string params_text(const kernels::MethodSpec& m);
 
 }  // namespace lgreco::planner

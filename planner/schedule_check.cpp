@@ -55,7 +55,7 @@ std::vector<std::string> check_schedule(const Schedule& s) {
 }
 
 std::vector<PhaseChange> diff_phases(const Phase& a, const Phase& b) {
-  std::map<std::string, MethodSpec> mb(b.layers.begin(), b.layers.end());
+  std::map<std::string, kernels::MethodSpec> mb(b.layers.begin(), b.layers.end());
   std::set<std::string> seen;
   std::vector<PhaseChange> out;
   for (const auto& [name, m] : a.layers) {

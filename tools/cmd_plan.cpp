@@ -1,44 +1,32 @@
-// `lgreco plan`: per-layer compression schedule from candidate tables (--tables). The trace-driven
-// path (--trace, replaying a trace into tables first) plugs in at plan_source() below.
+// `lgreco plan`: a per-layer compression schedule, from candidate tables (--tables) or from a trace
+// replayed in the closed loop (--trace). Flags in, library calls, text out.
 #include <cstdio>
 #include <iostream>
 #include <optional>
 
+#include "core/atomic_file.hpp"
+#include "core/cancel.hpp"
 #include "core/error.hpp"
 #include "core/json_util.hpp"
 #include "core/provenance.hpp"
 #include "core/units.hpp"
+#include "kernels/method_json.hpp"
+#include "pipeline/loop.hpp"
 #include "planner/plan.hpp"
 #include "planner/schedule.hpp"
 #include "planner/tables.hpp"
 #include "tools/args.hpp"
 #include "tools/command.hpp"
-#include "tools/plan_trace.hpp"
-#include "tools/trace_cluster.hpp"
+#include "tools/loop_args.hpp"
+#include "tools/plan_report.hpp"
 
 namespace lgreco::cli {
 namespace {
 
 using namespace lgreco::planner;
 
-// Ring collectives on a uniform network (--bandwidth without --topology):
-// allreduce 2(p−1)·α + 2(p−1)/p · bytes/bw; allgather (p−1)·α + (p−1) · bytes/bw.
-class RingCost : public sim::CollectiveCost {
- public:
-  RingCost(double latency_s, double bandwidth_Bps, int world) : a_(latency_s), bw_(bandwidth_Bps), p_(world) {}
-  double time_s(sim::Collective c, double bytes) const override {
-    if (bytes <= 0 || p_ <= 1) return 0;
-    if (c == sim::Collective::kAllreduce) return 2.0 * (p_ - 1) * a_ + 2.0 * (p_ - 1) / p_ * bytes / bw_;
-    return (p_ - 1) * a_ + (p_ - 1) * bytes / bw_;
-  }
-
- private:
-  double a_, bw_;
-  int p_;
-};
-
 struct Flags {
-  std::string tables, trace, engine = "reference", alpha, error_budget, bytes_budget, time_budget, include, exclude;
+  std::string tables, engine = "reference", alpha, error_budget, bytes_budget, time_budget, include, exclude;
   std::vector<std::string> pins;
   std::string min_rate, max_layer_error, warmup, seed = "0", buckets = "10000", grid = "1000", max_front = "20000";
   std::string bandwidth, latency = "5us", forward, out, topology, network_fit;
@@ -52,49 +40,13 @@ std::string fmt_num(double v, const char* f = "%.4g") {
   return buf;
 }
 
-void print_summary(std::ostream& os, const Tables& t, const std::vector<WindowPlan>& plans, const Schedule& s) {
-  const Window& w = t.windows.back();
-  const WindowPlan& p = plans.back();
-  os << "plan for " << t.model << " (" << w.layers.size() << " parameters, world size " << t.world_size << ", engine "
-     << s.engine << ", from window " << plans.size() - 1 << ": steps " << w.start_step << "-" << w.end_step << ")\n\n";
-  char line[512];
-  std::snprintf(line, sizeof line, "%-36s %-9s %-28s %12s %12s  %s\n", "parameter", "role", "chosen", "bytes", "error", "default");
-  os << line;
-  for (std::size_t i = 0; i < w.layers.size(); ++i) {
-    const auto& l = w.layers[i];
-    std::snprintf(line, sizeof line, "%-36s %-9s %-28s %12s %12s  %s\n", l.name.c_str(), p.role[i].c_str(),
-                  method_label(p.chosen[i].spec).c_str(), units::format_bytes(p.chosen[i].bytes).c_str(),
-                  fmt_num(p.chosen[i].error).c_str(), method_label(l.candidates[l.default_index].spec).c_str());
-    os << line;
-  }
-  const Json& pr = s.predicted;
-  auto ratio = [](const Json& v) { return v.is_null() ? std::string("-") : fmt_num(v.get<double>(), "%.1fx"); };
-  os << "\nstatus " << p.status << (p.detail.empty() ? "" : " (" + p.detail + ")");
-  if (p.gap_bound > 0) os << (s.engine == "dual" ? ", error within " : ", bytes within ") << fmt_num(100 * p.gap_bound, "%.3g") << " % of the optimum (front trimmed)";
-  os << "\n";
-  os << "bytes/step   plan " << units::format_bytes(pr["bytes_per_step"].get<double>()) << "   uniform "
-     << units::format_bytes(pr["uniform_bytes_per_step"].get<double>()) << "   uncompressed " << units::format_bytes(pr["uncompressed_bytes_per_step"].get<double>()) << "\n";
-  os << "compression  plan " << ratio(pr["compression_ratio"]) << "   uniform " << ratio(pr["uniform_compression_ratio"])
-     << "   plan vs uniform " << ratio(pr["compression_ratio_vs_uniform"]) << "\n";
-  os << "total error  plan " << fmt_num(p.total_error) << "   uniform " << fmt_num(p.uniform_error);
-  if (p.error_budget) os << "   budget " << fmt_num(*p.error_budget);
-  if (p.bytes_budget) os << "   byte budget " << units::format_bytes(*p.bytes_budget);
-  os << "\n";
-  if (p.step_s) {
-    os << "step time    plan " << units::format_seconds(*p.step_s) << "   uniform " << units::format_seconds(*p.uniform_step_s)
-       << "   uncompressed " << units::format_seconds(*p.uncompressed_step_s) << "\n";
-  }
-  for (const auto& warn : pr["warnings"]) os << "warning: " << warn.get<std::string>() << "\n";
-  os << "phases:";
-  for (const auto& ph : s.phases) {
-    os << "  " << ph.label << " [" << ph.start_step << ", " << (ph.end_step ? std::to_string(*ph.end_step) : "end") << ")";
-  }
-  os << "\n";
-}
-
 PlanOptions plan_options(const Flags& f, const ArgParser& p, Json& config) {
   PlanOptions o;
-  o.engine = parse_engine(f.engine);
+  try {
+    o.engine = parse_engine(f.engine);
+  } catch (const ConfigError& e) {
+    throw UsageError(std::string("--engine: ") + e.what());
+  }
   int budgets = 0;
   for (const char* b : {"--alpha", "--error-budget", "--bytes-budget", "--time-budget"}) budgets += p.given(b) ? 1 : 0;
   if (budgets > 1) throw UsageError("lgreco plan: give at most one of --alpha, --error-budget, --bytes-budget, --time-budget");
@@ -111,7 +63,11 @@ PlanOptions plan_options(const Flags& f, const ArgParser& p, Json& config) {
   for (const auto& pin : f.pins) {
     const auto eq = pin.find('=');
     if (eq == std::string::npos || eq == 0) throw UsageError("--pin '" + pin + "': expected name=method[:key=value,...]");
-    o.pins.emplace_back(pin.substr(0, eq), parse_method_text(pin.substr(eq + 1), "--pin " + pin.substr(0, eq)));
+    try {
+      o.pins.emplace_back(pin.substr(0, eq), kernels::parse_method_text(pin.substr(eq + 1)));
+    } catch (const ConfigError& e) {
+      throw UsageError("--pin " + pin.substr(0, eq) + ": " + e.what());
+    }
   }
   if (p.given("--min-compression-rate")) o.min_compression_rate = parse_double("--min-compression-rate", f.min_rate);
   if (p.given("--max-layer-error")) o.max_layer_error = parse_double("--max-layer-error", f.max_layer_error);
@@ -122,7 +78,7 @@ PlanOptions plan_options(const Flags& f, const ArgParser& p, Json& config) {
   if (p.given("--forward-time")) o.forward_s = units::parse_seconds(f.forward);
   const char* kinds[] = {"alpha", "error", "bytes", "time"};
   Json pins = Json::object();
-  for (const auto& [n, m] : o.pins) pins[n] = {{"method", m.method}, {"params", m.params}};
+  for (const auto& [n, m] : o.pins) pins[n] = kernels::method_to_json(m);
   config = {{"engine", f.engine},
             {"budget", {{"kind", kinds[static_cast<int>(o.budget.kind)]}, {"value", o.budget.value}}},
             {"include", o.include_re ? Json(*o.include_re) : Json(nullptr)},
@@ -142,16 +98,80 @@ PlanOptions plan_options(const Flags& f, const ArgParser& p, Json& config) {
   return o;
 }
 
-// Where the candidate tables come from. A trace-driven source (--trace) will replay the trace here.
-Tables plan_source(const Flags& f, std::vector<std::filesystem::path>& inputs) {
-  if (!f.trace.empty()) throw UsageError("lgreco plan: --trace is not available in this build; use --tables FILE");
-  if (f.tables.empty()) throw UsageError("lgreco plan: needs --tables FILE (see --help)");
-  inputs.push_back(f.tables);
-  return read_tables(f.tables);
+// `lgreco plan --trace ...`: the closed loop from a trace to a phased schedule.
+int run_plan_trace(const std::vector<std::string>& args) {
+  LoopArgs a;
+  std::string topology, out, tables_out, network_fit;
+  bool force = false;
+  Format fmt = Format::kTable;
+  ArgParser p("lgreco plan",
+              "Replay a trace window by window through the compression kernels, plan each window from the "
+              "previous one's candidate tables, apply that plan in the next window, and write the phased "
+              "schedule (warm-up, uniform, one phase per plan). The summary goes to stdout.");
+  add_loop_options(p, a);
+  p.option("--topology", &topology, "NAME|FILE", "cluster to predict step times on, e.g. 4x8xA100-1x25G");
+  p.option("--network-fit", &network_fit, "FILE", "calibration of that topology from `lgreco net calibrate`");
+  p.option("--output", &out, "FILE", "schedule to write (JSON)", true, "-o");
+  p.option("--tables-out", &tables_out, "FILE", "also write the candidate tables (reusable by plan --tables; HDF5 when FILE ends in .h5)");
+  p.flag("--force", &force, "overwrite existing outputs");
+  KernelTimeArgs kt;
+  add_kernel_time_options(p, kt);
+  p.format(&fmt);
+  if (!p.parse(args)) return 0;
+  const Overwrite policy = force ? Overwrite::kAllow : Overwrite::kRefuse;
+  check_writable_destination(out, policy);
+  if (!tables_out.empty()) check_writable_destination(tables_out, policy);
+
+  LoopRequest req = resolve_loop_options(a);
+  pipeline::LoopOptions& o = req.options;
+  const std::optional<pipeline::Cluster> cluster = resolve_cluster(topology, network_fit);
+  if (o.plan.engine == planner::Engine::kTime && !cluster) {
+    throw UsageError("--engine time needs --topology (it minimises the predicted step time)");
+  }
+  if (!kt.profile.empty() && !cluster) throw UsageError("--kernel-profile needs --topology (kernel time only enters step predictions)");
+  const pipeline::KernelTime kernel_time = resolve_kernel_time(kt);
+  if (cluster) {
+    o.plan.kernel_time = pipeline::kernel_time_fn(kernel_time, *cluster);
+    o.gpu = cluster->gpu;
+  }
+  const pipeline::LoopResult r = pipeline::run_closed_loop(a.trace, o, cluster ? cluster->cost.get() : nullptr, stderr_progress());
+  Json config = pipeline::loop_config(o, r);
+  config["trace"] = a.trace;
+  config["threads"] = req.threads_requested;
+  if (cluster) {
+    config["topology"] = cluster->description;
+    config["ranks"] = cluster->ranks();
+  }
+  config["kernel_time"] = pipeline::kernel_time_json(kernel_time, cluster ? &*cluster : nullptr);
+  const Json schedule = planner::schedule_to_json(pipeline::loop_schedule(o, r, config, cluster ? cluster->ranks() : r.world_size));
+
+  // Both outputs go to temporary files first and are renamed only when both are complete.
+  AtomicFile sched_file(out, policy);
+  sched_file.stream() << schedule.dump(2) << "\n";
+  std::optional<planner::PendingTables> tables_file;
+  if (!tables_out.empty()) tables_file.emplace(r.tables, tables_out, policy);
+  throw_if_cancelled();
+  sched_file.commit();
+  if (tables_file) tables_file->commit();
+
+  if (fmt == Format::kJson) {
+    std::cout << Json{{"schema_version", 1}, {"kind", "lgreco-plan-summary"}, {"schedule", out},
+                      {"predicted", schedule["predicted"]}, {"config", config},
+                      {"replay", Json{{"seconds", r.replay_s}, {"grad_bytes", r.grad_bytes}}},
+                      {"provenance", schedule["provenance"]}}
+                     .dump(2)
+              << "\n";
+  } else {
+    std::cout << loop_summary(o, r, cluster ? cluster->name : "") << "schedule written to " << out;
+    if (!tables_out.empty()) std::cout << ", tables to " << tables_out;
+    std::cout << " (replayed " << units::format_bytes(r.grad_bytes) << " of gradients in " << units::format_seconds(r.replay_s)
+              << ")\n";
+  }
+  return 0;
 }
 
 int run_plan(const std::vector<std::string>& args) {
-  // The trace-driven path (closed-loop replay, tools/plan_trace.cpp) has its own options.
+  // The trace-driven path (closed-loop replay) has its own options.
   for (const auto& a : args) {
     if (a == "--trace" || a.rfind("--trace=", 0) == 0) return run_plan_trace(args);
   }
@@ -162,7 +182,6 @@ int run_plan(const std::vector<std::string>& args) {
               "the plan made from window k during window k+1. Engines: reference (the L-GreCo DP), exact (Pareto fronts),\n"
               "time (least predicted step time, needs --bandwidth), dual (least error within a byte or time budget).");
   p.option("--tables", &f.tables, "FILE", "candidate tables (JSON, or HDF5 for large models)")
-      .option("--trace", &f.trace, "FILE", "replay a trace instead (closed loop; see lgreco plan --trace T --help)")
       .option("--engine", &f.engine, "NAME", "reference | exact | time | dual (default reference)")
       .option("--alpha", &f.alpha, "A", "error budget = A x the uniform default's total error (default 1)")
       .option("--error-budget", &f.error_budget, "E", "explicit total error budget")
@@ -193,23 +212,19 @@ int run_plan(const std::vector<std::string>& args) {
   if (!f.out.empty()) check_writable_destination(f.out, policy);
   Json config;
   const PlanOptions opt = plan_options(f, p, config);
-  std::vector<std::filesystem::path> inputs;
-  const Tables t = plan_source(f, inputs);
-  std::optional<RingCost> ring;
-  std::optional<Cluster> cluster;
-  if (!f.network_fit.empty() && f.topology.empty()) throw UsageError("--network-fit needs --topology");
-  if (!f.topology.empty()) {
-    std::optional<Json> fit_doc;
-    if (!f.network_fit.empty()) {
-      fit_doc = read_json_file(f.network_fit);
-      inputs.push_back(f.network_fit);
-    }
-    cluster = make_cluster(f.topology, std::nullopt, std::nullopt, std::nullopt, fit_doc ? &*fit_doc : nullptr, f.network_fit);
+  if (f.tables.empty()) throw UsageError("lgreco plan: needs --tables FILE (see --help)");
+  std::vector<std::filesystem::path> inputs{f.tables};
+  const Tables t = read_tables(f.tables);
+  std::optional<net::RingCost> ring;
+  std::optional<Json> fit_doc;
+  const std::optional<pipeline::Cluster> cluster = resolve_cluster(f.topology, f.network_fit, &fit_doc);
+  if (cluster) {
+    if (fit_doc) inputs.push_back(f.network_fit);
     config["network"] = Json{{"model", "nccl"}, {"topology", cluster->description}};
   } else if (opt.bandwidth_Bps) {
     ring.emplace(units::parse_seconds(f.latency), *opt.bandwidth_Bps, t.world_size);
   }
-  const sim::CollectiveCost* cost = cluster ? cluster->cost.get() : ring ? &*ring : nullptr;
+  const net::CollectiveCost* cost = cluster ? cluster->cost.get() : ring ? &*ring : nullptr;
   std::vector<WindowPlan> plans;
   for (std::size_t w = 0; w < t.windows.size(); ++w) {
     try {
@@ -220,7 +235,7 @@ int run_plan(const std::vector<std::string>& args) {
   }
   for (std::size_t w = 0; w < plans.size(); ++w) {
     const WindowPlan& pl = plans[w];
-    if (pl.status != "infeasible" || f.allow_infeasible) continue;
+    if (pl.status != PlanStatus::kInfeasible || f.allow_infeasible) continue;
     const std::string what = pl.bytes_budget ? "byte budget " + units::format_bytes(*pl.bytes_budget) + " (least possible " +
                                                    units::format_bytes(pl.total_bytes) + ")"
                                              : "error budget " + fmt_num(pl.error_budget.value_or(0)) + " (least possible error " +
@@ -239,7 +254,7 @@ int run_plan(const std::vector<std::string>& args) {
   if (f.format == Format::kJson) {
     std::cout << doc.dump(2) << "\n";
   } else {
-    print_summary(std::cout, t, plans, s);
+    print_tables_summary(std::cout, t, plans, s);
     if (!f.out.empty()) std::cout << "wrote " << f.out << "\n";
   }
   return 0;

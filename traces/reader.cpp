@@ -9,7 +9,7 @@
 #include <system_error>
 
 #include "core/error.hpp"
-#include "traces/detail/h5.hpp"
+#include "traces/hdf5.hpp"
 #include "traces/half.hpp"
 
 namespace lgreco::traces {

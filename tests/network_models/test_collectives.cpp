@@ -81,5 +81,19 @@ TEST_CASE("allgather with unequal payloads is padded to the largest", "[collecti
 TEST_CASE("NetworkCost: allgather of per-rank payloads is n times the per-rank size", "[collectives]") {
   const Topology t = preset_topology("hgx-h100");
   NetworkCost cost(CollectiveModel(t, 8, default_params(t, 8)));
-  CHECK(cost.time_s(lgreco::sim::Collective::kAllgather, 1e6) == cost.model().best(CollectiveKind::kAllgather, 8e6).time_s);
+  CHECK(cost.time_s(lgreco::Collective::kAllgather, 1e6) == cost.model().best(CollectiveKind::kAllgather, 8e6).time_s);
+  CHECK(cost.time_s(lgreco::Collective::kAllreduce, 1e6) == cost.model().best(CollectiveKind::kAllreduce, 1e6).time_s);
+  CHECK(cost.time_s(lgreco::Collective::kReduceScatter, 1e6) == cost.model().best(CollectiveKind::kReduceScatter, 1e6).time_s);
+}
+
+TEST_CASE("RingCost: the closed-form ring of its header", "[collectives]") {
+  // α = 5 µs, β = 1 GB/s, p = 4, 1 MB per rank: allreduce 2·3·α + 2·3/4·S/β, allgather 3·α + 3·S/β.
+  const lgreco::net::RingCost ring(5e-6, 1e9, 4);
+  CHECK(ring.time_s(lgreco::Collective::kAllreduce, 1e6) == Approx(6 * 5e-6 + 1.5 * 1e-3).epsilon(1e-12));
+  CHECK(ring.time_s(lgreco::Collective::kAllgather, 1e6) == Approx(3 * 5e-6 + 3 * 1e-3).epsilon(1e-12));
+  CHECK(ring.time_s(lgreco::Collective::kReduceScatter, 1e6) == Approx(3 * 5e-6 + 0.75 * 1e-3).epsilon(1e-12));
+  CHECK(ring.time_s(lgreco::Collective::kAllreduce, 0) == 0);
+  CHECK(lgreco::net::RingCost(5e-6, 1e9, 1).time_s(lgreco::Collective::kAllreduce, 1e6) == 0);
+  CHECK_THROWS_AS(lgreco::net::RingCost(5e-6, 0, 4), lgreco::ConfigError);
+  CHECK_THROWS_AS(lgreco::net::RingCost(-1, 1e9, 4), lgreco::ConfigError);
 }

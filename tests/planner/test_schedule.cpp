@@ -47,10 +47,10 @@ TEST_CASE("phases follow the windows: warm-up, uniform window, one plan per wind
     double bytes = 0;
     for (const auto& [name, m] : p.layers) {
       const auto& l = *std::find_if(t.windows[0].layers.begin(), t.windows[0].layers.end(), [&](const LayerTable& x) { return x.name == name; });
-      if (m.method == "none") {
+      if (m.method == lgreco::kernels::Method::kNone) {
         bytes += 4.0 * l.numel;
       } else {
-        const std::int64_t r = m.params["rank"].get<std::int64_t>(), n = l.shape[0], mm = l.numel / n;
+        const std::int64_t r = m.powersgd.rank, n = l.shape[0], mm = l.numel / n;
         bytes += (n + mm) * r * 2 < n * mm ? 4.0 * r * (n + mm) : 4.0 * l.numel;
       }
     }
@@ -104,7 +104,7 @@ TEST_CASE("exporters: csv rows, cgx refuses what CGX cannot run, maxmin bits", "
   CHECK_THROWS_WITH(export_cgx(s, Json::object()), Catch::Contains("'fc2.weight'") && Catch::Contains("powersgd"));
   for (auto& p : s.phases) {
     for (auto& [name, m] : p.layers) {
-      if (m.method != "none") m = parse_method_text("maxmin:bits=3,bucket_size=512", "test");
+      if (m.method != lgreco::kernels::Method::kNone) m = lgreco::kernels::parse_method_text("maxmin:bits=3,bucket_size=512");
     }
   }
   const Json cgx = export_cgx(s, Json::object());

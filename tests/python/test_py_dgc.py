@@ -98,4 +98,4 @@ def test_plan_with_dgc_topk_and_bad_momentum_in_a_schedule(tmp_path, lgreco):
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps(doc))
     p = lgreco("schedule", "validate", bad)
-    assert p.returncode != 0 and "'momentum' = 1.5" in p.stderr and "[0, 1)" in p.stderr, p.stderr
+    assert p.returncode != 0 and "'momentum' = '1.5'" in p.stderr and "[0, 1)" in p.stderr, p.stderr

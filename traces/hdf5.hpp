@@ -1,6 +1,8 @@
 #pragma once
-// Private to traces/*.cpp: RAII handles and attribute helpers over the HDF5 1.10 C API. Public
-// headers never include this file. Every failure throws TraceError prefixed by the caller's context.
+/// The traces module's HDF5 layer, public for the modules that read and write HDF5 documents of
+/// their own (the planner's tables HDF5 form): RAII handles and typed attribute and dataset helpers
+/// over the HDF5 1.10 C API. Include it only from .cpp files (it brings <hdf5.h>; a user links
+/// HDF5 privately). Every failure throws TraceError prefixed by the caller's context.
 #include <hdf5.h>
 
 #include <cstdint>

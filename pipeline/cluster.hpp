@@ -1,18 +1,18 @@
 #pragma once
 /// The cluster a plan is predicted on: a named topology (network_models), optionally with another
-/// node count or inter-node bandwidth (what-if points), as a collective cost for the step timeline.
+/// node count, GPUs per node or inter-node bandwidth (what-if points), as a collective cost for the
+/// step timeline; and how compression kernel time is charged on its GPUs.
 #include <memory>
 #include <optional>
 #include <string>
 
 #include "core/json_util.hpp"
 #include "kernels/profile.hpp"
+#include "network_models/cost.hpp"
 #include "network_models/topology.hpp"
 #include "planner/plan.hpp"
-#include "sim/timeline.hpp"
-#include "tools/args.hpp"
 
-namespace lgreco::cli {
+namespace lgreco::pipeline {
 
 /// A resolved cluster.
 struct Cluster {
@@ -20,7 +20,7 @@ struct Cluster {
   int nodes = 1, gpus_per_node = 1;
   int ranks() const { return nodes * gpus_per_node; }
   double inter_node_Bps = 0;                 ///< per-node network bandwidth (0: single node)
-  std::shared_ptr<const sim::CollectiveCost> cost;
+  std::shared_ptr<const net::CollectiveCost> cost;
   net::GpuSpec gpu;                          ///< the GPU of every rank
   Json description = Json::object();         ///< resolved configuration, for outputs
 };
@@ -34,22 +34,19 @@ Cluster make_cluster(const std::string& topology, std::optional<int> nodes = std
                      std::optional<int> gpus_per_node = std::nullopt, std::optional<double> inter_node_Bps = std::nullopt,
                      const Json* network_fit = nullptr, const std::string& fit_origin = "");
 
-/// How step predictions charge compression kernel time (plan --trace, whatif).
-struct KernelTimeArgs {
-  std::string profile;  ///< device cost profile (kernels/profiles/<gpu>.json); empty: estimate
-  bool none = false;    ///< --no-kernel-time
+/// How step predictions charge compression kernel time.
+struct KernelTime {
+  enum class Source { kEstimate, kProfile, kNone } source = Source::kEstimate;
+  std::shared_ptr<const kernels::DeviceProfile> profile;  ///< kProfile
+  std::string profile_path;                               ///< kProfile, for outputs
 };
 
-/// Declares --kernel-profile and --no-kernel-time.
-void add_kernel_time_options(ArgParser& p, KernelTimeArgs& a);
-
 /// The kernel-time charge of the step predictions on `cluster` (its GPU and rank count): the
-/// profile's compress + decompress time when `profile` is given, else the memory-traffic estimate
-/// of sim::layer_comm on the cluster's GPU (sim/step_builder.hpp); empty with --no-kernel-time.
-planner::KernelTimeFn kernel_time_fn(const KernelTimeArgs& a, const Cluster& cluster,
-                                     std::shared_ptr<const kernels::DeviceProfile> profile);
+/// profile's compress + decompress time, or the memory-traffic estimate of sim::layer_comm on the
+/// cluster's GPU (sim/step_builder.hpp); empty for Source::kNone.
+planner::KernelTimeFn kernel_time_fn(const KernelTime& k, const Cluster& cluster);
 
 /// The resolved choice for outputs: {"source": "profile"|"memory-traffic estimate"|"none", ...}.
-Json kernel_time_json(const KernelTimeArgs& a, const Cluster* cluster);
+Json kernel_time_json(const KernelTime& k, const Cluster* cluster);
 
-}  // namespace lgreco::cli
+}  // namespace lgreco::pipeline

@@ -1,17 +1,16 @@
-#include "tools/trace_cluster.hpp"
+#include "pipeline/cluster.hpp"
 
 #include <cstdio>
 #include <regex>
 
 #include "core/error.hpp"
 #include "core/units.hpp"
-#include "kernels/method_json.hpp"
-#include "sim/step_builder.hpp"
 #include "network_models/collectives.hpp"
 #include "network_models/fit.hpp"
 #include "network_models/presets.hpp"
+#include "sim/step_builder.hpp"
 
-namespace lgreco::cli {
+namespace lgreco::pipeline {
 namespace {
 
 /// Per-NIC rate in the preset syntax (\d+(\.\d+)?): fixed notation without trailing zeros.
@@ -73,34 +72,25 @@ Cluster make_cluster(const std::string& topology, std::optional<int> nodes, std:
   return c;
 }
 
-void add_kernel_time_options(ArgParser& p, KernelTimeArgs& a) {
-  p.option("--kernel-profile", &a.profile, "FILE",
-           "device cost profile (kernels/profiles/<gpu>.json) for compression kernel time in step predictions "
-           "(default: memory-traffic estimate on the topology's GPU)");
-  p.flag("--no-kernel-time", &a.none, "charge no compression kernel time in step predictions");
-}
-
-planner::KernelTimeFn kernel_time_fn(const KernelTimeArgs& a, const Cluster& cluster,
-                                     std::shared_ptr<const kernels::DeviceProfile> profile) {
-  if (a.none && !a.profile.empty()) throw UsageError("--kernel-profile and --no-kernel-time exclude each other");
-  if (a.none) return {};
+planner::KernelTimeFn kernel_time_fn(const KernelTime& k, const Cluster& cluster) {
+  if (k.source == KernelTime::Source::kNone) return {};
   sim::DeviceModel dev;
   dev.dense_peak_flops = cluster.gpu.dense_peak_flops > 0 ? cluster.gpu.dense_peak_flops : dev.dense_peak_flops;
   if (cluster.gpu.memory_Bps > 0) dev.memory_Bps = cluster.gpu.memory_Bps;
   const int ranks = cluster.ranks();
+  std::shared_ptr<const kernels::DeviceProfile> profile = k.source == KernelTime::Source::kProfile ? k.profile : nullptr;
   return [dev, ranks, profile](const planner::LayerTable& l, const planner::Candidate& c) -> std::array<double, 2> {
-    const kernels::MethodSpec m = kernels::method_from_json(Json{{"method", c.spec.method}, {"params", c.spec.params}}, l.name);
     sim::LayerSpec spec{l.name, l.shape, 1};
-    const sim::LayerComm lc = sim::layer_comm(spec, m, ranks, dev, profile.get());
+    const sim::LayerComm lc = sim::layer_comm(spec, c.spec, ranks, dev, profile.get());
     return {lc.compress_s, lc.decompress_s};
   };
 }
 
-Json kernel_time_json(const KernelTimeArgs& a, const Cluster* cluster) {
-  if (a.none || !cluster) return Json{{"source", "none"}};
-  if (!a.profile.empty()) return Json{{"source", "profile"}, {"profile", a.profile}};
+Json kernel_time_json(const KernelTime& k, const Cluster* cluster) {
+  if (k.source == KernelTime::Source::kNone || !cluster) return Json{{"source", "none"}};
+  if (k.source == KernelTime::Source::kProfile) return Json{{"source", "profile"}, {"profile", k.profile_path}};
   const double mem = cluster->gpu.memory_Bps > 0 ? cluster->gpu.memory_Bps : sim::DeviceModel{}.memory_Bps;
   return Json{{"source", "memory-traffic estimate"}, {"gpu", cluster->gpu.name}, {"memory_bandwidth_GBps", mem / 1e9}};
 }
 
-}  // namespace lgreco::cli
+}  // namespace lgreco::pipeline

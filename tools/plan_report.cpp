@@ -1,32 +1,70 @@
-// Schedule document and readable summary of the closed loop.
+// Readable reports of plans and replay progress (plan_report.hpp).
+#include "tools/plan_report.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <iostream>
-#include <map>
 #include <sstream>
 
-#include "core/error.hpp"
 #include "core/units.hpp"
-#include "planner/schedule.hpp"
-#include "tools/plan_trace.hpp"
+#include "kernels/method.hpp"
+#include "tools/args.hpp"
 
 namespace lgreco::cli {
 
-Json schedule_json(const TraceJob& job, const ClosedLoopResult& r, const Json& config) {
-  // Phases follow the planner's convention (planner/schedule.hpp), shared with `plan --tables`: the
-  // trace's step ids are the training timeline; plan-k is in force from the end of window k.
-  planner::Schedule s = planner::build_schedule(r.tables, r.plans, planner::engine_name(job.plan.engine), r.schedule_warmup,
-                                                job.seed, config, r.provenance);
-  s.family = sim::to_string(job.family);
-  s.world_size = config.value("ranks", r.world_size);
-  for (const auto& n : r.windows.notes) s.predicted["warnings"].push_back(n);
-  const auto problems = planner::check_schedule(s);
-  if (!problems.empty()) throw Error("plan --trace built an inconsistent schedule: " + problems.front());
-  return planner::schedule_to_json(s);
+using namespace lgreco::planner;
+
+namespace {
+
+std::string fmt_num(double v, const char* f = "%.4g") {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
 }
 
-std::string summary_text(const TraceJob& job, const ClosedLoopResult& r, const std::string& topology) {
+}  // namespace
+
+void print_tables_summary(std::ostream& os, const Tables& t, const std::vector<WindowPlan>& plans, const Schedule& s) {
+  const Window& w = t.windows.back();
+  const WindowPlan& p = plans.back();
+  os << "plan for " << t.model << " (" << w.layers.size() << " parameters, world size " << t.world_size << ", engine "
+     << s.engine << ", from window " << plans.size() - 1 << ": steps " << w.start_step << "-" << w.end_step << ")\n\n";
+  char line[512];
+  std::snprintf(line, sizeof line, "%-36s %-9s %-28s %12s %12s  %s\n", "parameter", "role", "chosen", "bytes", "error", "default");
+  os << line;
+  for (std::size_t i = 0; i < w.layers.size(); ++i) {
+    const auto& l = w.layers[i];
+    std::snprintf(line, sizeof line, "%-36s %-9s %-28s %12s %12s  %s\n", l.name.c_str(), role_name(p.role[i]).c_str(),
+                  kernels::describe(p.chosen[i].spec).c_str(), units::format_bytes(p.chosen[i].bytes).c_str(),
+                  fmt_num(p.chosen[i].error).c_str(), kernels::describe(l.candidates[l.default_index].spec).c_str());
+    os << line;
+  }
+  const Json& pr = s.predicted;
+  auto ratio = [](const Json& v) { return v.is_null() ? std::string("-") : fmt_num(v.get<double>(), "%.1fx"); };
+  os << "\nstatus " << status_name(p.status) << (p.detail.empty() ? "" : " (" + p.detail + ")");
+  if (p.gap_bound > 0) os << (s.engine == "dual" ? ", error within " : ", bytes within ") << fmt_num(100 * p.gap_bound, "%.3g") << " % of the optimum (front trimmed)";
+  os << "\n";
+  os << "bytes/step   plan " << units::format_bytes(pr["bytes_per_step"].get<double>()) << "   uniform "
+     << units::format_bytes(pr["uniform_bytes_per_step"].get<double>()) << "   uncompressed " << units::format_bytes(pr["uncompressed_bytes_per_step"].get<double>()) << "\n";
+  os << "compression  plan " << ratio(pr["compression_ratio"]) << "   uniform " << ratio(pr["uniform_compression_ratio"])
+     << "   plan vs uniform " << ratio(pr["compression_ratio_vs_uniform"]) << "\n";
+  os << "total error  plan " << fmt_num(p.total_error) << "   uniform " << fmt_num(p.uniform_error);
+  if (p.error_budget) os << "   budget " << fmt_num(*p.error_budget);
+  if (p.bytes_budget) os << "   byte budget " << units::format_bytes(*p.bytes_budget);
+  os << "\n";
+  if (p.step_s) {
+    os << "step time    plan " << units::format_seconds(*p.step_s) << "   uniform " << units::format_seconds(*p.uniform_step_s)
+       << "   uncompressed " << units::format_seconds(*p.uncompressed_step_s) << "\n";
+  }
+  for (const auto& warn : pr["warnings"]) os << "warning: " << warn.get<std::string>() << "\n";
+  os << "phases:";
+  for (const auto& ph : s.phases) {
+    os << "  " << ph.label << " [" << ph.start_step << ", " << (ph.end_step ? std::to_string(*ph.end_step) : "end") << ")";
+  }
+  os << "\n";
+}
+
+std::string loop_summary(const pipeline::LoopOptions& job, const pipeline::LoopResult& r, const std::string& topology) {
   std::ostringstream o;
   const auto& w = r.tables.windows.back();
   const auto& p = r.plans.back();
@@ -48,9 +86,9 @@ std::string summary_text(const TraceJob& job, const ClosedLoopResult& r, const s
     const auto& c = t.candidates.at(static_cast<std::size_t>(p.choice[l]));
     const auto& d = t.candidates.at(static_cast<std::size_t>(t.default_index));
     std::string name = t.name.size() > 44 ? "..." + t.name.substr(t.name.size() - 41) : t.name;
-    const std::string setting = planner::method_label(d.spec) == planner::method_label(c.spec)
-                                    ? planner::method_label(c.spec)
-                                    : planner::method_label(d.spec) + " -> " + planner::method_label(c.spec);
+    const std::string setting = kernels::describe(d.spec) == kernels::describe(c.spec)
+                                    ? kernels::describe(c.spec)
+                                    : kernels::describe(d.spec) + " -> " + kernels::describe(c.spec);
     std::snprintf(line, sizeof line, "%-44s %-36s %12s %12.4g %12.4g\n", name.c_str(), setting.c_str(),
                   units::format_bytes(c.bytes).c_str(), c.error, d.error);
     o << line;
@@ -76,7 +114,7 @@ std::string summary_text(const TraceJob& job, const ClosedLoopResult& r, const s
   row("uncompressed", uncompressed, 0.0, p.uncompressed_step_s);
   row("uniform", u.total_bytes, u.total_error, u.step_s);
   row("adaptive", p.total_bytes, p.total_error, p.step_s);
-  o << "plan status " << p.status;
+  o << "plan status " << planner::status_name(p.status);
   if (p.error_budget) o << ", error budget " << *p.error_budget;
   if (!topology.empty()) o << ", predicted on " << topology;
   o << "\n";

@@ -1,0 +1,25 @@
+#include "core/collective.hpp"
+
+#include "core/error.hpp"
+
+namespace lgreco {
+
+const char* to_string(Collective c) {
+  switch (c) {
+    case Collective::kAllreduce: return "allreduce";
+    case Collective::kAllgather: return "allgather";
+    case Collective::kReduceScatter: return "reducescatter";
+    case Collective::kBroadcast: return "broadcast";
+  }
+  return "?";
+}
+
+Collective parse_collective(std::string_view name) {
+  for (Collective c : {Collective::kAllreduce, Collective::kAllgather, Collective::kReduceScatter, Collective::kBroadcast}) {
+    if (name == to_string(c)) return c;
+  }
+  if (name == "reduce_scatter") return Collective::kReduceScatter;
+  throw ConfigError("collective '" + std::string(name) + "': expected allreduce, allgather, reducescatter or broadcast");
+}
+
+}  // namespace lgreco
