@@ -15,7 +15,7 @@ void check_writable_destination(const fs::path& dest, Overwrite policy) {
   std::error_code ec;
   if (fs::is_directory(dest, ec)) throw ConfigError("output '" + dest.string() + "' is a directory");
   if (policy == Overwrite::kRefuse && fs::exists(dest, ec)) {
-    throw ConfigError("output '" + dest.string() + "' exists; pass --force to overwrite it");
+    throw OutputExists("output '" + dest.string() + "' exists and is kept");
   }
   const fs::path parent = dest.has_parent_path() ? dest.parent_path() : fs::path(".");
   if (!fs::is_directory(parent, ec)) {

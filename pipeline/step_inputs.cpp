@@ -108,7 +108,7 @@ int set_phase(StepInputs& in, const planner::Schedule& s, int phase, const std::
   if (s.phases.empty()) throw ConfigError(origin + ": no phases");
   const int k = phase < 0 ? static_cast<int>(s.phases.size()) - 1 : phase;
   if (k >= static_cast<int>(s.phases.size())) {
-    throw UsageError("--phase " + std::to_string(phase) + ": " + origin + " has " + std::to_string(s.phases.size()) + " phases (0.." +
+    throw FieldError("phase", std::to_string(phase) + ": " + origin + " has " + std::to_string(s.phases.size()) + " phases (0.." +
                      std::to_string(s.phases.size() - 1) + ")");
   }
   const planner::Phase& ph = s.phases[static_cast<std::size_t>(k)];

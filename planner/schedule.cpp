@@ -52,8 +52,8 @@ Schedule build_schedule(const Tables& t, const std::vector<WindowPlan>& plans, c
   const auto& W = t.windows;
   const std::int64_t warm = warmup_steps.value_or(W[0].start_step);
   if (warm < 0 || warm >= W[0].end_step) {
-    throw ConfigError("--warmup-steps " + std::to_string(warm) + ": must be in [0, " + std::to_string(W[0].end_step) +
-                      ") (the first window, measured at the uniform setting, ends at step " + std::to_string(W[0].end_step) + ")");
+    throw FieldError("warmup_steps", std::to_string(warm) + ": must be in [0, " + std::to_string(W[0].end_step) +
+                     ") (the first window, measured at the uniform setting, ends at step " + std::to_string(W[0].end_step) + ")");
   }
   Schedule s;
   s.model = t.model;

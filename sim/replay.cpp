@@ -61,7 +61,7 @@ kernels::Backend resolve_backend(const std::string& name) {
     (void)kernels::make_compressor(kernels::parse_method("none"), kernels::Backend::kCuda);
     return kernels::Backend::kCuda;
   } catch (const CudaUnavailable& e) {
-    if (name == "cuda") throw CudaUnavailable(std::string("--backend cuda: ") + e.what());
+    if (name == "cuda") throw CudaUnavailable(std::string("backend 'cuda': ") + e.what());
     return kernels::Backend::kCpu;
   }
 }

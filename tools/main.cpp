@@ -102,6 +102,15 @@ int main(int argc, char** argv) {
   } catch (const lgreco::UsageError& e) {
     std::cerr << "lgreco: error: " << e.what() << "\n";
     return 2;
+  } catch (const lgreco::FieldError& e) {
+    // A library call's option: shown as the flag that set it (snake_case → --kebab-case).
+    std::string flag = "--" + e.field();
+    std::replace(flag.begin(), flag.end(), '_', '-');
+    std::cerr << "lgreco: error: " << flag << " " << e.detail() << "\n";
+    return 2;
+  } catch (const lgreco::OutputExists& e) {
+    std::cerr << "lgreco: error: " << e.what() << "; pass --force to overwrite it\n";
+    return 1;
   } catch (const lgreco::Cancelled&) {
     std::cerr << "lgreco: interrupted; no output written\n";
     return 130;
