@@ -60,7 +60,8 @@ TEST_CASE("phases follow the windows: warm-up, uniform window, one plan per wind
   CHECK(s.predicted["uncompressed_bytes_per_step"].get<double>() == 4.0 * (64 * 256 + 256 * 128 + 256));
   // Warm-up override and its range.
   CHECK(make_schedule(t, 0).phases.front().label == "uniform");
-  CHECK_THROWS_WITH(make_schedule(t, 150), Catch::Contains("--warmup-steps 150"));
+  CHECK_THROWS_WITH(make_schedule(t, 150), Catch::Contains("warmup_steps 150"));
+  CHECK_THROWS_AS(make_schedule(t, 150), lgreco::FieldError);
 }
 
 TEST_CASE("schedules round-trip and bad ones are caught", "[schedule]") {
