@@ -1,7 +1,8 @@
 """ScheduleHook: a DDP communication hook that applies a per-parameter compression schedule.
 
 Register with `hook.register(ddp_model)`. For every bucket the hook looks up, by parameter name,
-the method of the phase in force at the current step and issues, in this fixed order (identical on
+the method and the wire plan (k, encoding, matrix view, code width: the schedule's, from the C++
+registry) of the phase in force at the current step and issues, in this fixed order (identical on
 every rank because it depends only on the schedule and the bucket's parameters):
   1. allreduce fp32  — "none" and PowerSGD-incompressible tensors (sum, then ÷ world)
   2. allreduce fp16  — "fp16" tensors (÷ world first, like torch's fp16 hook)
@@ -16,11 +17,13 @@ Error feedback is per parameter: acc = g + e; c = C(acc); e ← acc − c (for P
 aggregated P·Qᵀ, as in torch's hook). Top-k with DGC momentum m ≠ 0 keeps a velocity u per parameter
 (dgc.py): u ← m·u + g; acc = e + u; e ← acc − c; u ← 0 at the indices this rank sent; u is dropped
 while the parameter's method is anything else. Top-k with a DGC warm-up uses k at the density of the
-hook's step (methods.topk_density_at), the same on every rank. The collectives run synchronously
-inside the hook, except for buckets that are entirely "none" (no residual left), which take torch's
-asynchronous allreduce path. `bytes_sent_per_step[step]` is the number of bytes this rank handed to
-collectives as its own contribution during that step; it equals predicted_bytes_per_step(step), i.e.
-the phase's predicted bytes except during a top-k warm-up (see methods.py).
+hook's step (the schedule's wire stages), the same on every rank. Data-dependent codes (top-k delta,
+QSGD Elias, DGC's sampled selection) are padded to their wire plan's fixed size. The collectives run
+synchronously inside the hook, except for buckets that are entirely "none" (no residual left), which
+take torch's asynchronous allreduce path. `bytes_sent_per_step[step]` is the number of bytes this
+rank handed to collectives as its own contribution during that step; it must equal
+predicted_bytes_per_step(step) (Σ of the wire plans at that step; the phase's predicted bytes except
+during a DGC warm-up) — a difference raises, it would be a defect.
 Random draws: random-k indices use torch.Generator seeded by (seed, step, layer); stochastic
 rounding by (seed, step, layer, rank); PowerSGD's first Q by Philox normal_at(seed, stream_of(step,
 layer), i·r + j), or, with q_init="torch", exactly as torch's powerSGD_hook seeds it.
@@ -36,7 +39,8 @@ import torch
 import torch.distributed as dist
 
 from . import compressors, dgc
-from .methods import ALLGATHER_METHODS, ScheduleError, powersgd_geometry, topk_k, wire_bytes
+from . import rng
+from .methods import ALLGATHER_METHODS, ScheduleError
 from .powersgd import orthogonalize, philox_q, resize_q
 from .schedule import Schedule
 
@@ -78,18 +82,12 @@ class ScheduleHook:
         self.layer_index: Dict[str, int] = {n: i for i, n in enumerate(self.names)}
         self._name_by_id = {id(p): n for n, p in inner.named_parameters()}
         self._name_by_ptr = {p.data_ptr(): n for n, p in inner.named_parameters()}
-        schedule.check_parameters(self.names)
-        for i, ph in enumerate(schedule.phases):
-            for name, m in ph.layers.items():
-                if m.name == "topk" and (m.params["encoding"] == "delta" or m.params["selection"] == "dgc"):
-                    raise ScheduleError(f"{schedule.source}: phases[{i}].layers['{name}']: topk with "
-                                        "encoding 'delta' or selection 'dgc' is not supported by the DDP "
-                                        "hook (payload size not fixed by the shape)")
-        mism = schedule.prediction_mismatches(self.shapes)
+        schedule.check_parameters(self.shapes)
+        mism = schedule.prediction_mismatches()
         if check_predicted and mism:
             i, pred, got = mism[0]
-            raise ScheduleError(f"{schedule.source}: phases[{i}].predicted.bytes_per_step = {pred}, but the "
-                                f"wire-byte contract gives {got} for this model's shapes")
+            raise ScheduleError(f"{schedule.source}: phases[{i}].predicted.bytes_per_step = {pred}, but its wire "
+                                f"plans sum to {got}")
         self._err: Dict[str, torch.Tensor] = {}
         self._vel: Dict[str, torch.Tensor] = {}  # DGC velocity u of momentum top-k layers
         self._q: Dict[str, torch.Tensor] = {}
@@ -97,6 +95,7 @@ class ScheduleHook:
         self._torch_rng_seeded = False
         self._torch_init_buckets: set = set()
         self.bytes_sent_per_step: Dict[int, int] = {}
+        self.check_bytes = check_predicted
         self.log: List[Dict[str, Any]] = []
         self.busy_s = 0.0  # total wall time spent inside the hook (the recorder subtracts it)
         self.bucket_names: Dict[int, List[str]] = {}  # bucket index → names, as DDP built them
@@ -110,10 +109,12 @@ class ScheduleHook:
         return self
 
     def predicted_bytes_per_step(self, step: int) -> int:
-        """Σ wire bytes of the methods in force at `step`, at that step's top-k warm-up densities
-        (what the hook will send). Equals the phase's predicted.bytes_per_step (the steady state)
-        except during a DGC warm-up, when top-k sends more."""
-        return sum(wire_bytes(self.schedule.method_at(step, n), self.shapes[n], step) for n in self.names)
+        """Σ of the wire plans in force at `step` (what the hook will send). Equals the phase's
+        predicted.bytes_per_step (the steady state) except during a DGC warm-up, when top-k sends more."""
+        return sum(int(self._wire(step, n)["bytes"]) for n in self.names)
+
+    def _wire(self, step: int, name: str):
+        return self.schedule.wire_at(step, name, self.shapes[name])
 
     # ------------------------------------------------------------------ helpers
     def _world(self) -> int:
@@ -221,9 +222,9 @@ class ScheduleHook:
                 self._err.pop(name, None)
                 dense.append(flat)
             elif m.name == "powersgd":
-                comp, n, mm, r = powersgd_geometry(self.shapes[name], m.params)
-                if comp:
-                    psgd.append((name, flat, n, mm, r, m.params))
+                view = self._wire(step, name)["view"]
+                if view["compressed"]:
+                    psgd.append((name, flat, view["n"], view["m"], view["rank"], m.params))
                 else:
                     self._err.pop(name, None)
                     dense.append(flat)
@@ -271,7 +272,7 @@ class ScheduleHook:
             for name, flat, m in rk:
                 n = flat.numel()
                 g = torch.Generator().manual_seed(mix_seed(self.schedule.seed, step, self.layer_index[name], 2))
-                idx = torch.randperm(n, generator=g)[: topk_k(n, m.params["density"])]
+                idx = torch.randperm(n, generator=g)[: int(self._wire(step, name)["k"])]
                 idxs.append(idx)
                 vals.append(flat[idx])
             cat = torch.cat(vals)
@@ -295,14 +296,19 @@ class ScheduleHook:
             self._powersgd(psgd, world)
         if ag:
             payloads, locals_ = [], []
-            for name, flat, m in ag:
+            wires = [self._wire(step, name) for name, _, _ in ag]
+            for (name, flat, m), w in zip(ag, wires):
+                stream = rng.stream_of(step, self.layer_index[name])
                 if m.name == "topk":
-                    pl, dec, idx = compressors.topk_encode(m, flat, step)
+                    pl, dec, idx = compressors.topk_encode(m, w, flat, self.schedule.seed, stream)
                     if name in self._vel:  # momentum top-k: mask the velocity at the sent indices
                         dgc.momentum_mask(idx, self._vel[name])
                 else:
-                    u = self._uniforms(step, name, flat.numel()) if compressors.needs_random(m, flat.numel()) else None
-                    pl, dec = compressors.encode(m, flat, u, step)
+                    u = self._uniforms(step, name, flat.numel()) if compressors.needs_random(m, w) else None
+                    pl, dec = compressors.encode(m, w, flat, u, self.schedule.seed, stream)
+                if pl.numel() != int(w["allgather_bytes"]):
+                    raise RuntimeError(f"ScheduleHook: {m.name} payload of '{name}' has {pl.numel()} bytes, its "
+                                       f"wire plan {w['allgather_bytes']}")
                 payloads.append(pl)
                 locals_.append(dec)
             sizes = [p.numel() for p in payloads]
@@ -313,7 +319,7 @@ class ScheduleHook:
             for part in parts:  # rank order: identical sums on every rank
                 off = 0
                 for j, (name, flat, m) in enumerate(ag):
-                    sums[j] += compressors.decode(m, part[off: off + sizes[j]], flat.numel(), step)
+                    sums[j] += compressors.decode(m, wires[j], part[off: off + sizes[j]], flat.numel())
                     off += sizes[j]
             for (name, flat, m), s in zip(ag, sums):
                 flat.copy_(s.div_(world))
@@ -389,6 +395,11 @@ class ScheduleHook:
         ph = self.schedule.phase_at(self.step)
         rec["phase"] = ph.label if ph is not None else None
         self.bytes_sent_per_step[self.step] = rec["bytes"]
+        if self.check_bytes:
+            want = self.predicted_bytes_per_step(self.step)
+            if rec["bytes"] != want:
+                raise RuntimeError(f"ScheduleHook: step {self.step} sent {rec['bytes']} bytes, the schedule's wire "
+                                   f"plans say {want} (a defect: please report it)")
         self.log.append(rec)
         if self._log_path is not None:
             with open(self._log_path, "a") as f:

@@ -16,7 +16,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .methods import parse_method, powersgd_geometry, wire_bytes
+from .methods import parse_method, wire, wire_bytes
 from .schedule import make_schedule
 from .trace import read_trace
 
@@ -37,7 +37,8 @@ def candidate_table(trace: Dict[str, Any], rank: int, gamma: float = 0.5, beta: 
     rows = []
     for layer in trace["layers"]:
         shape = layer["shape"]
-        comp, n, m, _ = powersgd_geometry(shape, {"rank": rank, "min_compression_rate": 2})
+        view = wire(parse_method(_psgd(rank)), shape)["view"]
+        comp, n, m = view["compressed"], view["n"], view["m"]
         cands: List[Tuple[int, float, int]] = []
         if comp:
             a = layer["grad"][lo:].astype(np.float64).mean(axis=0).reshape(n, m)
@@ -46,7 +47,8 @@ def candidate_table(trace: Dict[str, Any], rank: int, gamma: float = 0.5, beta: 
             kmin = max(math.floor(gamma * rank), 0 if rank == 1 else 1)
             for k in range(kmin, math.ceil(beta * rank) + 1):
                 meth = parse_method(_psgd(k))
-                c, _, _, keff = powersgd_geometry(shape, meth.params)
+                kv = wire(meth, shape)["view"]
+                c, keff = kv["compressed"], kv["rank"]
                 err = float(tail[min(keff, len(sv))]) if c else 0.0
                 cands.append((k, err, wire_bytes(meth, shape)))
         rows.append({"name": layer["name"], "shape": shape, "candidates": cands})
