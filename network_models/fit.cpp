@@ -64,12 +64,12 @@ std::vector<ParamDef> all_params(const ModelParams& defaults, double floor_centr
 class Problem {
  public:
   Problem(const Topology& t, int ranks, CollectiveKind c, const std::vector<NcclTestsPoint>& data, Selection sel)
-      : t_(t), emb_(embed(t, ranks)), c_(c), data_(data), base_(default_params(t, emb_)) {
+      : t_(t), emb_(embed(t, ranks)), c_(c), data_(data), base_(nccl_params(t, emb_)) {
     base_.selection = sel;
     // The calibrated form (collectives.hpp): LL additive, LL128 and Simple pipelined.
     base_.proto[static_cast<int>(Protocol::kLL128)].pipelined = true;
     base_.proto[static_cast<int>(Protocol::kSimple)].pipelined = true;
-    const auto simple = CollectiveModel(emb_, t, default_params(t, emb_)).evaluate(c, Algorithm::kRing, Protocol::kSimple, 1.0);
+    const auto simple = CollectiveModel(emb_, t, nccl_params(t, emb_)).evaluate(c, Algorithm::kRing, Protocol::kSimple, 1.0);
     const double floor_centre = simple ? simple->latency_s : 50e-6;
     for (auto& d : all_params(base_, floor_centre)) {
       const bool multi = emb_.hosts > 1;
@@ -246,7 +246,7 @@ ModelParams params_from_fit(const Json& fit, const std::string& origin, const To
   }
   o.get<int>("ranks");
   parse_collective(o.get<std::string>("collective"));
-  ModelParams p = default_params(t, ranks);
+  ModelParams p = nccl_params(t, ranks);
   p.nccl_version = o.get<std::string>("nccl_version");
   p.selection = parse_selection(o.get_or<std::string>("selection", "fastest"));
   const Json& pl = o.require("pipelined_protocols");

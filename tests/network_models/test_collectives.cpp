@@ -33,7 +33,7 @@ TEST_CASE("one rank and zero bytes cost nothing", "[collectives]") {
 TEST_CASE("ring Simple time matches the closed form on a uniform ring", "[collectives]") {
   for (int n : {2, 3, 8}) {
     const Topology t = uniform_ring(n, 100);
-    const ModelParams p = default_params(t, n);
+    const ModelParams p = nccl_params(t, n);
     const CollectiveModel m(t, n, p);
     const double s = 1e8;
     // t = base + 2(n−1)·hop + S / (B · n / (2(n−1))), B = 100 GB/s, NVLink Simple constants.

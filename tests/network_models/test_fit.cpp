@@ -52,9 +52,9 @@ TEST_CASE("NCCL-tuning selection: uncalibrated it is the fastest pick; calibrate
   std::vector<NcclTestsPoint> even, odd;
   for (std::size_t i = 0; i < run.points.size(); ++i) (i % 2 == 0 ? even : odd).push_back(run.points[i]);
   const Topology t = preset_topology("dgx-a100");
-  ModelParams tuned = default_params(t, 8);
+  ModelParams tuned = nccl_params(t, 8);
   tuned.selection = Selection::kNcclTuning;
-  const CollectiveModel fast(t, 8, default_params(t, 8)), nccl(t, 8, tuned);
+  const CollectiveModel fast(t, 8, nccl_params(t, 8)), nccl(t, 8, tuned);
   for (double s = 1024; s < 2e10; s *= 3.1) {
     CAPTURE(s);
     const Choice a = fast.best(CollectiveKind::kAllreduce, s), b = nccl.best(CollectiveKind::kAllreduce, s);
@@ -132,8 +132,8 @@ TEST_CASE("calibrated form: LL additive, LL128/Simple pipelined behind one floor
     prev = now;
     CHECK(f.best(CollectiveKind::kAllreduce, s).time_s <= now * (1 + 1e-12));
   }
-  // The uncalibrated preset stays NCCL's additive form.
-  const ModelParams d = default_params(t, 8);
+  // NCCL's own model (the prior of calibration) stays additive.
+  const ModelParams d = nccl_params(t, 8);
   for (const auto& q : d.proto) CHECK_FALSE(q.pipelined);
   CHECK(d.pipeline_floor_s == 0);
 }
