@@ -142,3 +142,33 @@ std::vector<HeldOutSystem> leave_one_system_out(const std::vector<PreparedFile>&
 }
 
 }  // namespace lgreco::net
+
+namespace lgreco::net {
+
+bool SystemValidation::meets_bars() const {
+  return std::abs(errors.large_error()) <= kLargeBar && std::abs(errors.small_error()) <= kSmallBar;
+}
+
+std::vector<SystemValidation> validate_corpus(const std::vector<PreparedFile>& files, bool holdout) {
+  std::map<std::string, CorpusConstants> constants;
+  if (holdout) {
+    for (auto& h : leave_one_system_out(files)) constants.emplace(h.system, h.constants);
+  }
+  std::vector<SystemValidation> out;
+  for (const auto& system : corpus_systems(files)) {
+    SystemValidation v{system, {}, {}};
+    std::vector<ValidationPoint> all;
+    for (const auto& f : files) {
+      if (f.file.system != system) continue;
+      for (const auto& p : predict_file(f, holdout ? constants.at(system) : corpus_constants())) {
+        v.points.emplace_back(&f, p);
+        all.push_back(p);
+      }
+    }
+    v.errors = summarize(all);
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+}  // namespace lgreco::net

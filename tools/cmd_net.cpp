@@ -12,6 +12,7 @@
 #include "core/provenance.hpp"
 #include "core/units.hpp"
 #include "network_models/corpus.hpp"
+#include "network_models/corpus_fit.hpp"
 #include "network_models/nccl_tests.hpp"
 #include "tools/args.hpp"
 #include "tools/command.hpp"
@@ -159,21 +160,66 @@ struct MeasuredRow {
   double size_bytes = 0, time_s = 0;
 };
 
+/// `net validate DIR`: every corpus file of DIR with the presets, or each system held out (--holdout).
+int validate_corpus_dir(const std::string& dir, bool holdout, Format fmt) {
+  const auto files = net::prepare_corpus(net::load_corpus_dir(dir));
+  Json rows = Json::array(), systems = Json::array();
+  if (fmt != Format::kJson) {
+    std::printf("%s\n%-16s %9s %14s %5s %9s %14s %5s\n", holdout ? "leave-one-system-out (fit without the system, predict it)" : "presets",
+                "system", ">=1MiB_%", "at_size", "ranks", "<1MiB_%", "at_size", "ranks");
+  }
+  for (const auto& v : net::validate_corpus(files, holdout)) {
+    for (const auto& [f, p] : v.points) {
+      rows.push_back({{"system", v.system}, {"file", std::filesystem::path(f->file.origin).filename().string()},
+                      {"benchmark", f->file.benchmark == net::Benchmark::kPytorch ? "pytorch" : "nccl-tests"},
+                      {"collective", net::to_string(p.row.collective)}, {"ranks", p.row.ranks}, {"hosts", p.hosts},
+                      {"size_bytes", p.row.size_bytes}, {"measured_us", p.row.time_s * 1e6}, {"predicted_us", p.predicted_s * 1e6},
+                      {"error_pct", 100 * p.error()}, {"algorithm", net::to_string(p.algorithm)}, {"protocol", net::to_string(p.protocol)}});
+    }
+    const auto& s = v.errors;
+    auto worst = [](const std::optional<net::ValidationPoint>& p) {
+      return p ? Json{{"error_pct", 100 * p->error()}, {"size_bytes", p->row.size_bytes}, {"ranks", p->row.ranks}} : Json(nullptr);
+    };
+    systems.push_back({{"system", v.system}, {"at_least_1MiB", worst(s.worst_large)}, {"below_1MiB", worst(s.worst_small)}, {"meets_bars", v.meets_bars()}});
+    if (fmt != Format::kJson) {
+      std::printf("%-16s %+9.1f %14.0f %5d %+9.1f %14.0f %5d%s\n", v.system.c_str(), 100 * s.large_error(),
+                  s.worst_large ? s.worst_large->row.size_bytes : 0.0, s.worst_large ? s.worst_large->row.ranks : 0, 100 * s.small_error(),
+                  s.worst_small ? s.worst_small->row.size_bytes : 0.0, s.worst_small ? s.worst_small->row.ranks : 0, v.meets_bars() ? "" : "  (misses the bars)");
+    }
+  }
+  if (fmt == Format::kJson) {
+    std::cout << Json{{"schema_version", 1}, {"kind", "lgreco-net-validate-corpus"}, {"mode", holdout ? "leave-one-system-out" : "presets"},
+                      {"bars_pct", {{"at_least_1MiB", 100 * net::kLargeBar}, {"below_1MiB", 100 * net::kSmallBar}}},
+                      {"systems", systems}, {"rows", rows}, {"provenance", provenance_json({})}}
+                     .dump(2)
+              << "\n";
+  }
+  return 0;
+}
+
 int run_validate(const std::vector<std::string>& args) {
   std::string file, topology, ranks_s, coll_s, fit, bench_s, gpp_s;
+  bool holdout = false;
   Format fmt;
   ArgParser p("lgreco net validate", "Compare the model's predictions with measured collective times: a corpus file "
                                      "(tests/data/network/*.tsv) or nccl-tests output (standard table or TSV). Prints measured and "
                                      "predicted time, algbw and busbw per size with the error, and the worst error at >= 1 MiB and below.");
-  p.positional("FILE", &file, "corpus file or nccl-tests output")
+  p.positional("FILE", &file, "corpus file, nccl-tests output, or a corpus directory (every file, per system)")
       .option("--topology", &topology, "T", "preset, cluster spec or topology JSON (default: the corpus file's)")
       .option("--ranks", &ranks_s, "N", "rank count of an nccl-tests file (default: from the file)")
       .option("--collective", &coll_s, "C", "collective of an nccl-tests file (default: from the file)")
       .option("--network-fit", &fit, "FILE", "validate a calibration from `lgreco net calibrate` instead of the preset (no benchmark terms: the fit holds them)")
       .option("--benchmark", &bench_s, "B", "nccl-tests or pytorch: adds PyTorch's per-call host cost (default: the file's; nccl-tests)")
       .option("--gpus-per-process", &gpp_s, "G", "1 or node: one process drives all GPUs of a host, nccl-tests -g N (default: the file's; 1)")
+      .flag("--holdout", &holdout, "with a corpus directory: fit the presets' constants without each system and predict it")
       .format(&fmt);
   if (!p.parse(args)) return 0;
+  if (std::filesystem::is_directory(file)) {
+    if (!topology.empty() || !fit.empty() || !bench_s.empty() || !gpp_s.empty() || !ranks_s.empty() || !coll_s.empty())
+      throw UsageError("a corpus directory takes only --holdout and --format (each file names its topology and benchmark)");
+    return validate_corpus_dir(file, holdout, fmt);
+  }
+  if (holdout) throw UsageError("--holdout needs a corpus directory, not the file " + file);
   std::ifstream in(file, std::ios::binary);
   if (!in) throw InputError("cannot open " + file);
   std::ostringstream text;

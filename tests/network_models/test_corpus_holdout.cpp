@@ -15,7 +15,6 @@ using namespace lgreco::net;
 
 namespace {
 
-constexpr int kStarts = 24;         // starts of every corpus fit (the shipped constants used 24)
 constexpr double kTrendBar = 0.25;  // issue 13: node-count trend within 25 % at the largest size
 
 // Systems that miss the held-out bars, with the reason (docs/network-model.md "Held-out errors").
@@ -60,7 +59,7 @@ std::vector<ValidationPoint> all_points(const std::vector<PreparedFile>& files, 
 
 TEST_CASE("leave-one-system-out: every system within the bars or listed with its reason", "[holdout]") {
   const auto files = corpus();
-  const auto held = leave_one_system_out(files, kStarts);
+  const auto held = leave_one_system_out(files);
   std::printf("\nleave-one-system-out (fit on the other systems, predict this one); bars: >= 1 MiB %.0f %%, below %.0f %%\n",
               100 * kLargeBar, 100 * kSmallBar);
   std::printf("%-16s %8s %14s %5s %8s %14s %5s\n", "system", ">=1MiB", "at_size", "ranks", "<1MiB", "at_size", "ranks");
@@ -125,7 +124,7 @@ TEST_CASE("the shipped constants are the corpus fit", "[holdout]") {
   const auto files = corpus();
   std::vector<const PreparedFile*> all;
   for (const auto& f : files) all.push_back(&f);
-  const CorpusFit fit = fit_corpus(all, kStarts);
+  const CorpusFit fit = fit_corpus(all);
   // The shipped values are the fit printed to 6 significant digits: every prediction agrees to 0.1 %.
   const auto shipped = all_points(files, corpus_constants()), refit = all_points(files, fit.constants);
   REQUIRE(shipped.size() == refit.size());

@@ -59,3 +59,15 @@ def test_validate_bad_input(lgreco, tmp_path):
     bad.write_text(src.read_text().replace("# source:", "# origin:"))
     p = lgreco("net", "validate", bad)
     assert p.returncode == 1 and "bad.tsv" in p.stderr and "origin" in p.stderr
+
+
+def test_validate_corpus_directory(lgreco):
+    doc = json.loads(lgreco("net", "validate", CORPUS, "--format", "json", check=True).stdout)
+    assert doc["kind"] == "lgreco-net-validate-corpus" and doc["mode"] == "presets"
+    systems = {s["system"] for s in doc["systems"]}
+    assert len(systems) >= 8 and systems == {r["system"] for r in doc["rows"]}
+    assert len(doc["rows"]) == sum(len(data_rows(f)) for f in CORPUS.glob("*.tsv"))
+    p = lgreco("net", "validate", CORPUS, "--topology", "dgx-a100")
+    assert p.returncode == 2 and "corpus directory" in p.stderr
+    p = lgreco("net", "validate", CORPUS / "a100-dgx-nccltests.tsv", "--holdout")
+    assert p.returncode == 2 and "--holdout" in p.stderr
