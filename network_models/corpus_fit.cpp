@@ -77,7 +77,7 @@ std::vector<std::string> corpus_systems(const std::vector<PreparedFile>& files) 
 
 CorpusFit fit_corpus(const std::vector<const PreparedFile*>& files, int starts) {
   if (files.empty()) throw InputError("corpus fit: no files");
-  // System balance ω_s = R̄ / R_s (corpus_fit.hpp).
+  // System balance ω_s = √(R̄ / R_s) (corpus_fit.hpp); residuals carry √ω_s.
   std::map<std::string, double> rows_of;
   for (const auto* f : files) rows_of[f->file.system] += static_cast<double>(f->file.rows.size());
   double mean_rows = 0;

@@ -8,9 +8,11 @@
 ///
 /// Corpus fit: the constants of corpus_constant_defs() minimise, over the rows of the files given,
 ///   Σ_i w_i·ω_s·r_i² + priors,   r_i = ln(predicted_i / measured_i)
-/// with the robust weights and log-normal priors of levenberg.hpp, and ω_s = R̄ / R_s the system
-/// balance (R_s rows of the row's system, R̄ the mean over systems), so a long sweep does not outvote a
-/// system with four rows. Deterministic starts: the priors' centres, then seeded perturbations.
+/// with the robust weights and log-normal priors of levenberg.hpp, and ω_s = √(R̄ / R_s) the
+/// system balance (R_s rows of the row's system, R̄ the mean over systems), so a long sweep does not
+/// outvote a system with four rows (the square root keeps an outlying four-row system, NCCL 2.9.9 on
+/// EFA v1, from setting the whole plugin transport). Deterministic starts: the priors' centres, then
+/// seeded perturbations.
 /// Leave-one-system-out: for each system, fit on all other systems' files and predict its rows.
 #include <map>
 #include <optional>
