@@ -33,7 +33,7 @@ TEST_CASE("one rank and zero bytes cost nothing", "[collectives]") {
 TEST_CASE("ring Simple time matches the closed form on a uniform ring", "[collectives]") {
   for (int n : {2, 3, 8}) {
     const Topology t = uniform_ring(n, 100);
-    const ModelParams p = default_params(t, n);
+    const ModelParams p = nccl_params(t, n);
     const CollectiveModel m(t, n, p);
     const double s = 1e8;
     // t = base + 2(n−1)·hop + S / (B · n / (2(n−1))), B = 100 GB/s, NVLink Simple constants.
@@ -45,7 +45,8 @@ TEST_CASE("ring Simple time matches the closed form on a uniform ring", "[collec
 
 TEST_CASE("time is monotone in size and more bandwidth never slows a collective", "[collectives]") {
   std::mt19937_64 rng(7);
-  for (const char* name : {"dgx-a100", "hgx-h200", "pcie-8x-rtx3090", "4x8xA100-4x100G", "8x8xV100-25GbE"}) {
+  for (const char* name : {"dgx-a100", "hgx-h200", "pcie-8x-rtx3090", "4x8xA100-4x100G", "8x8xV100-25GbE", "4x8xB200-8x400G-efa",
+                           "2x8xH20-8x400G", "1x4xRTX4090-1x100G"}) {
     const Topology t = preset_topology(name);
     const int n = t.gpus();
     const CollectiveModel m(t, n, default_params(t, n));

@@ -29,10 +29,10 @@ TEST_CASE("fit on even rows of the A100 sweep predicts the odd rows", "[fit]") {
   const Topology t = preset_topology("dgx-a100");
   const FitResult fit = fit_model(t, 8, CollectiveKind::kAllreduce, even);
   const CollectiveModel fitted(t, 8, fit.params);
-  const CollectiveModel preset(t, 8, default_params(t, 8));
+  const CollectiveModel preset(t, 8, nccl_params(t, 8));  // NCCL's own model, for comparison
   const auto held = compare(fitted, CollectiveKind::kAllreduce, odd);
   const auto uncal = compare(preset, CollectiveKind::kAllreduce, odd);
-  std::printf("\n%12s %12s %12s %9s %-14s %12s %9s\n", "size_bytes", "measured_us", "fitted_us", "err_%", "pick", "preset_us", "err_%");
+  std::printf("\n%12s %12s %12s %9s %-14s %12s %9s\n", "size_bytes", "measured_us", "fitted_us", "err_%", "pick", "nccl_us", "err_%");
   for (std::size_t i = 0; i < held.size(); ++i) {
     const auto& h = held[i];
     std::printf("%12.0f %12.1f %12.1f %9.1f %-14s %12.1f %9.1f\n", h.size_bytes, h.measured_s * 1e6, h.predicted_s * 1e6,
@@ -52,9 +52,9 @@ TEST_CASE("NCCL-tuning selection: uncalibrated it is the fastest pick; calibrate
   std::vector<NcclTestsPoint> even, odd;
   for (std::size_t i = 0; i < run.points.size(); ++i) (i % 2 == 0 ? even : odd).push_back(run.points[i]);
   const Topology t = preset_topology("dgx-a100");
-  ModelParams tuned = default_params(t, 8);
+  ModelParams tuned = nccl_params(t, 8);
   tuned.selection = Selection::kNcclTuning;
-  const CollectiveModel fast(t, 8, default_params(t, 8)), nccl(t, 8, tuned);
+  const CollectiveModel fast(t, 8, nccl_params(t, 8)), nccl(t, 8, tuned);
   for (double s = 1024; s < 2e10; s *= 3.1) {
     CAPTURE(s);
     const Choice a = fast.best(CollectiveKind::kAllreduce, s), b = nccl.best(CollectiveKind::kAllreduce, s);
@@ -132,8 +132,8 @@ TEST_CASE("calibrated form: LL additive, LL128/Simple pipelined behind one floor
     prev = now;
     CHECK(f.best(CollectiveKind::kAllreduce, s).time_s <= now * (1 + 1e-12));
   }
-  // The uncalibrated preset stays NCCL's additive form.
-  const ModelParams d = default_params(t, 8);
+  // NCCL's own model (the prior of calibration) stays additive.
+  const ModelParams d = nccl_params(t, 8);
   for (const auto& q : d.proto) CHECK_FALSE(q.pipelined);
   CHECK(d.pipeline_floor_s == 0);
 }
