@@ -2,6 +2,7 @@
 #include "network_models/presets.hpp"
 
 #include <filesystem>
+#include <cstdio>
 #include <regex>
 
 namespace lgreco::net {
@@ -114,22 +115,21 @@ Topology preset_topology(const std::string& name) {
     b.link(g1, hb, LinkClass::kPcie, 12 * kGB, 0.5);
     b.link(g0, g1, LinkClass::kNvlink, 2 * 20 * kGB, 0.3);
   } else {
-    static const std::regex cluster(R"(^(\d+)x(\d+)x([A-Za-z0-9]+)-(?:(\d+)x)?(\d+(?:\.\d+)?)(G|GbE)(-efa|-tcpxo)?$)");
-    std::smatch m;
-    if (!std::regex_match(name, m, cluster)) {
+    const std::optional<ClusterSpec> spec = parse_cluster_spec(name);
+    if (!spec) {
       std::string known;
       for (const auto& n : preset_names()) known += (known.empty() ? "" : ", ") + n;
       throw ConfigError("unknown topology \"" + name + "\" (presets: " + known +
                         "; clusters: KxGxGPU-NxRATE[-efa|-tcpxo] such as 4x8xA100-4x100G, 4x8xB200-8x400G-efa or 8x8xV100-25GbE; or a topology JSON file)");
     }
-    const int hosts = std::stoi(m[1]), gpus = std::stoi(m[2]);
-    const int nics = m[4].matched ? std::stoi(m[4]) : 1;
-    const double gbps = std::stod(m[5]);
+    const int hosts = spec->hosts, gpus = spec->gpus_per_host, nics = spec->nics;
+    const double gbps = spec->nic_gbps;
     if (hosts < 1 || gpus < 1 || nics < 1 || gbps <= 0) throw ConfigError("topology \"" + name + "\": counts and rate must be positive");
     t.name = name;
-    t.gpu = gpu_spec(m[3]);
-    if (m[7].matched && m[6] == "GbE") throw ConfigError("topology \"" + name + "\": " + m[7].str().substr(1) + " is a plugin transport, not TCP sockets (GbE)");
-    t.transport = m[6] == "GbE" ? Transport::kSocket : m[7].matched ? Transport::kPlugin : Transport::kRdma;
+    t.gpu = gpu_spec(spec->gpu);
+    if (!spec->plugin.empty() && spec->unit == "GbE")
+      throw ConfigError("topology \"" + name + "\": " + spec->plugin.substr(1) + " is a plugin transport, not TCP sockets (GbE)");
+    t.transport = spec->unit == "GbE" ? Transport::kSocket : !spec->plugin.empty() ? Transport::kPlugin : Transport::kRdma;
     t.nvls = t.gpu.compute_capability >= 90 && t.gpu.nvlinks > 0;
     t.p2p = t.gpu.p2p;
     Builder b{t};
@@ -138,6 +138,35 @@ Topology preset_topology(const std::string& name) {
   }
   validate(t, "preset " + name);
   return t;
+}
+
+std::optional<ClusterSpec> parse_cluster_spec(const std::string& name) {
+  static const std::regex cluster(R"(^(\d+)x(\d+)x([A-Za-z0-9]+)-(?:(\d+)x)?(\d+(?:\.\d+)?)(G|GbE)(-efa|-tcpxo)?$)");
+  std::smatch m;
+  if (!std::regex_match(name, m, cluster)) return std::nullopt;
+  ClusterSpec c;
+  try {
+    c.hosts = std::stoi(m[1]);
+    c.gpus_per_host = std::stoi(m[2]);
+    c.nics = m[4].matched ? std::stoi(m[4]) : 1;
+    c.nic_gbps = std::stod(m[5]);
+  } catch (const std::exception&) {
+    throw ConfigError("topology \"" + name + "\": a count or rate is out of range");
+  }
+  c.gpu = m[3];
+  c.unit = m[6];
+  c.plugin = m[7].matched ? std::string(m[7]) : "";
+  return c;
+}
+
+std::string cluster_spec_name(const ClusterSpec& c) {
+  char b[64];
+  std::snprintf(b, sizeof b, "%.4f", c.nic_gbps);
+  std::string rate = b;
+  while (!rate.empty() && rate.back() == '0') rate.pop_back();
+  if (!rate.empty() && rate.back() == '.') rate.pop_back();
+  return std::to_string(c.hosts) + "x" + std::to_string(c.gpus_per_host) + "x" + c.gpu + "-" + std::to_string(c.nics) + "x" + rate +
+         c.unit + c.plugin;
 }
 
 Topology resolve_topology(const std::string& name_or_path) {

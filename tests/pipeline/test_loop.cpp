@@ -221,3 +221,9 @@ TEST_CASE("what-if points are predict_step on each point's cluster; the time eng
   const auto tp = pipeline::whatif(rt.tables.windows.back(), rt.plans.back(), rt.plan, g);
   for (std::size_t i = 0; i < tp.size(); ++i) CHECK(tp[i].adaptive_step_s <= tp[i].uniform_step_s * (1 + 1e-12));
 }
+
+TEST_CASE("what-if overrides keep a plugin transport (EFA) of the base cluster", "[pipeline][cluster]") {
+  const pipeline::Cluster c = pipeline::make_cluster("2x8xB200-8x400G-efa", 4, std::nullopt, 400e9 / 8);
+  CHECK(c.name == "4x8xB200-8x50G-efa");
+  CHECK(c.nodes == 4);
+}
