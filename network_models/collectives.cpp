@@ -85,7 +85,7 @@ CollectiveModel::CollectiveModel(Embedding e, const Topology& t, ModelParams p)
 }
 
 void CollectiveModel::build(const ModelParams& p_, Table& table) const {
-  auto at = [&table](CollectiveKind c, Algorithm a, Protocol p) -> Entry& {
+  auto at = [&table](Collective c, Algorithm a, Protocol p) -> Entry& {
     return table[static_cast<int>(c)][static_cast<int>(a)][static_cast<int>(p)];
   };
   const int n = emb_.ranks, N = emb_.hosts, ppn = emb_.ranks_per_host;
@@ -117,9 +117,9 @@ void CollectiveModel::build(const ModelParams& p_, Table& table) const {
     return bus;
   };
   for (int ci = 0; ci < 4; ++ci) {
-    const auto c = static_cast<CollectiveKind>(ci);
-    const bool ar = c == CollectiveKind::kAllreduce;
-    const int nsteps = ar ? 2 * (n - 1) : c == CollectiveKind::kBroadcast ? n : n - 1;
+    const auto c = static_cast<Collective>(ci);
+    const bool ar = c == Collective::kAllreduce;
+    const int nsteps = ar ? 2 * (n - 1) : c == Collective::kBroadcast ? n : n - 1;
     const int lat_steps = ar ? 2 * (n - 1) : n - 1;
     const int n_inter = N == 1 ? 0 : ar ? 2 * (N - 1) : N - 1;
     for (int pi = 0; pi < kNumProtocols; ++pi) {
@@ -155,7 +155,7 @@ void CollectiveModel::build(const ModelParams& p_, Table& table) const {
         h.latency_s = (ppn > 1 ? 2 * (q.ring_base_s + (ppn - 1) * hop(q, false, intra)) : 0) + q.ring_base_s + 2 * (N - 1) * hop(q, false, kNet);
       }
     }
-    if (nvls_ && c != CollectiveKind::kBroadcast) {
+    if (nvls_ && c != Collective::kBroadcast) {
       Entry& e = at(c, Algorithm::kNvls, Protocol::kSimple);
       e.ok = true;
       e.algbw_Bps = 5.0 / 6.0 * emb_.intra_ring_Bps * p_.nvls_multiplier;
@@ -188,7 +188,7 @@ double CollectiveModel::cost(Protocol p, const Entry& e, double s) const {
   return t + p_.host_overhead_s;
 }
 
-std::optional<Choice> CollectiveModel::evaluate(CollectiveKind c, Algorithm a, Protocol p, double size_bytes) const {
+std::optional<Choice> CollectiveModel::evaluate(Collective c, Algorithm a, Protocol p, double size_bytes) const {
   if (!(size_bytes >= 0) || !std::isfinite(size_bytes)) throw InputError("collective size " + std::to_string(size_bytes) + " bytes is not a finite number >= 0");
   if (emb_.ranks <= 1) return Choice{a, p, 0, 0, kInf};
   const Entry& e = at(c, a, p);
@@ -198,11 +198,11 @@ std::optional<Choice> CollectiveModel::evaluate(CollectiveKind c, Algorithm a, P
   return ch;
 }
 
-Choice CollectiveModel::best(CollectiveKind c, double size_bytes) const {
+Choice CollectiveModel::best(Collective c, double size_bytes) const {
   return p_.selection == Selection::kNcclTuning ? nccl_pick(c, size_bytes) : fastest(c, size_bytes);
 }
 
-Choice CollectiveModel::nccl_pick(CollectiveKind c, double size_bytes) const {
+Choice CollectiveModel::nccl_pick(Collective c, double size_bytes) const {
   if (emb_.ranks <= 1 || !(size_bytes > 0) || !std::isfinite(size_bytes)) return fastest(c, size_bytes);
   int best_a = -1, best_p = -1;
   double best_t = kInf;
@@ -218,7 +218,7 @@ Choice CollectiveModel::nccl_pick(CollectiveKind c, double size_bytes) const {
   return *evaluate(c, static_cast<Algorithm>(best_a), static_cast<Protocol>(best_p), size_bytes);
 }
 
-Choice CollectiveModel::fastest(CollectiveKind c, double size_bytes) const {
+Choice CollectiveModel::fastest(Collective c, double size_bytes) const {
   std::optional<Choice> best;
   for (int a = 0; a < kNumAlgorithms; ++a) {
     for (int p = 0; p < kNumProtocols; ++p) {
@@ -237,37 +237,28 @@ Choice CollectiveModel::allgather_padded(const std::vector<double>& per_rank_byt
   }
   double largest = 0;
   for (double b : per_rank_bytes) largest = std::max(largest, b);
-  return this->best(CollectiveKind::kAllgather, largest * emb_.ranks);
+  return this->best(Collective::kAllgather, largest * emb_.ranks);
 }
 
-double CollectiveModel::busbw_factor(CollectiveKind c) const {
+double CollectiveModel::busbw_factor(Collective c) const {
   const double n = emb_.ranks;
   if (n <= 1) return 1;
-  if (c == CollectiveKind::kAllreduce) return 2 * (n - 1) / n;
-  if (c == CollectiveKind::kBroadcast) return 1;
+  if (c == Collective::kAllreduce) return 2 * (n - 1) / n;
+  if (c == Collective::kBroadcast) return 1;
   return (n - 1) / n;
 }
 
 double NetworkCost::time_s(Collective c, double bytes_per_rank) const {
   // nccl-tests sizes: the per-rank buffer, except allgather's whole gathered buffer.
   switch (c) {
-    case Collective::kAllgather: return model_.best(CollectiveKind::kAllgather, bytes_per_rank * model_.ranks()).time_s;
-    case Collective::kReduceScatter: return model_.best(CollectiveKind::kReduceScatter, bytes_per_rank).time_s;
-    case Collective::kBroadcast: return model_.best(CollectiveKind::kBroadcast, bytes_per_rank).time_s;
+    case Collective::kAllgather: return model_.best(Collective::kAllgather, bytes_per_rank * model_.ranks()).time_s;
+    case Collective::kReduceScatter: return model_.best(Collective::kReduceScatter, bytes_per_rank).time_s;
+    case Collective::kBroadcast: return model_.best(Collective::kBroadcast, bytes_per_rank).time_s;
     case Collective::kAllreduce: break;
   }
-  return model_.best(CollectiveKind::kAllreduce, bytes_per_rank).time_s;
+  return model_.best(Collective::kAllreduce, bytes_per_rank).time_s;
 }
 
-const char* to_string(CollectiveKind c) {
-  switch (c) {
-    case CollectiveKind::kAllreduce: return "allreduce";
-    case CollectiveKind::kAllgather: return "allgather";
-    case CollectiveKind::kReduceScatter: return "reducescatter";
-    case CollectiveKind::kBroadcast: return "broadcast";
-  }
-  return "?";
-}
 const char* to_string(Algorithm a) {
   switch (a) {
     case Algorithm::kRing: return "ring";
@@ -293,14 +284,6 @@ Selection parse_selection(const std::string& s) {
   if (s == "fastest") return Selection::kFastest;
   if (s == "nccl-tuning") return Selection::kNcclTuning;
   throw ConfigError("unknown selection \"" + s + "\" (expected fastest, nccl-tuning)");
-}
-
-CollectiveKind parse_collective(const std::string& s) {
-  if (s == "allreduce" || s == "all_reduce") return CollectiveKind::kAllreduce;
-  if (s == "allgather" || s == "all_gather") return CollectiveKind::kAllgather;
-  if (s == "reducescatter" || s == "reduce_scatter") return CollectiveKind::kReduceScatter;
-  if (s == "broadcast") return CollectiveKind::kBroadcast;
-  throw ConfigError("unknown collective \"" + s + "\" (expected allreduce, allgather, reducescatter, broadcast)");
 }
 
 }  // namespace lgreco::net

@@ -70,8 +70,6 @@
 
 namespace lgreco::net {
 
-/// The collectives of nccl-tests.
-enum class CollectiveKind { kAllreduce, kAllgather, kReduceScatter, kBroadcast };
 /// Algorithms considered (kNvlsTree: NVLS inside hosts and a tree across them; corpus presets only).
 enum class Algorithm { kRing, kTree, kNvls, kHierarchical, kNvlsTree };
 inline constexpr int kNumAlgorithms = 5;
@@ -145,17 +143,17 @@ class CollectiveModel {
   CollectiveModel(Embedding e, const Topology& t, ModelParams p);
   /// The pair NCCL runs for `size_bytes` (nccl-tests convention) and its calibrated cost, by the
   /// selection rule of the parameters. Zero time for 1 rank or 0 B.
-  Choice best(CollectiveKind c, double size_bytes) const;
+  Choice best(Collective c, double size_bytes) const;
   /// The pair NCCL's own (uncalibrated) tuning model picks; its cost under these parameters.
-  Choice nccl_pick(CollectiveKind c, double size_bytes) const;
+  Choice nccl_pick(Collective c, double size_bytes) const;
   /// The fastest pair under these parameters.
-  Choice fastest(CollectiveKind c, double size_bytes) const;
+  Choice fastest(Collective c, double size_bytes) const;
   /// One pair, or nullopt when unavailable for this collective/topology.
-  std::optional<Choice> evaluate(CollectiveKind c, Algorithm a, Protocol p, double size_bytes) const;
+  std::optional<Choice> evaluate(Collective c, Algorithm a, Protocol p, double size_bytes) const;
   /// Allgather of unequal per-rank payloads: NCCL pads every rank to the largest.
   Choice allgather_padded(const std::vector<double>& per_rank_bytes) const;
   /// nccl-tests bus bandwidth factor: 2(n−1)/n allreduce, (n−1)/n allgather/reduce-scatter, 1 broadcast.
-  double busbw_factor(CollectiveKind c) const;
+  double busbw_factor(Collective c) const;
 
   const Embedding& embedding() const { return emb_; }
   const ModelParams& params() const { return p_; }
@@ -168,8 +166,8 @@ class CollectiveModel {
     double fill_s = 0;  ///< steps·K/B of the pipeline fill (0 without fill_bytes)
     bool nvls = false;  ///< NVLS or NVLS-tree: no pipeline floor F
   };
-  Entry& at(CollectiveKind c, Algorithm a, Protocol p) { return table_[static_cast<int>(c)][static_cast<int>(a)][static_cast<int>(p)]; }
-  const Entry& at(CollectiveKind c, Algorithm a, Protocol p) const { return table_[static_cast<int>(c)][static_cast<int>(a)][static_cast<int>(p)]; }
+  Entry& at(Collective c, Algorithm a, Protocol p) { return table_[static_cast<int>(c)][static_cast<int>(a)][static_cast<int>(p)]; }
+  const Entry& at(Collective c, Algorithm a, Protocol p) const { return table_[static_cast<int>(c)][static_cast<int>(a)][static_cast<int>(p)]; }
   using Table = std::array<std::array<std::array<Entry, kNumProtocols>, kNumAlgorithms>, 4>;
   /// t(a, p, S) of the formula above for an entry (S > 0).
   double cost(Protocol p, const Entry& e, double size_bytes) const;
@@ -196,13 +194,10 @@ class NetworkCost : public CollectiveCost {
   CollectiveModel model_;
 };
 
-const char* to_string(CollectiveKind c);
 const char* to_string(Algorithm a);
 const char* to_string(Protocol p);
 const char* to_string(Selection s);  ///< "fastest", "nccl-tuning"
 /// "fastest" or "nccl-tuning"; ConfigError otherwise.
 Selection parse_selection(const std::string& s);
-/// "allreduce", "allgather", "reducescatter" (or "reduce_scatter"), "broadcast"; ConfigError otherwise.
-CollectiveKind parse_collective(const std::string& s);
 
 }  // namespace lgreco::net

@@ -38,11 +38,11 @@ double number(const std::string& s, const std::string& where, const std::string&
 
 }  // namespace
 
-double busbw_factor(CollectiveKind c, int ranks) {
+double busbw_factor(Collective c, int ranks) {
   const double n = ranks;
   if (ranks <= 1) return 1;
-  if (c == CollectiveKind::kAllreduce) return 2 * (n - 1) / n;
-  if (c == CollectiveKind::kBroadcast) return 1;
+  if (c == Collective::kAllreduce) return 2 * (n - 1) / n;
+  if (c == Collective::kBroadcast) return 1;
   return (n - 1) / n;
 }
 

@@ -28,7 +28,7 @@ namespace lgreco::net {
 
 /// One published measurement.
 struct CorpusRow {
-  CollectiveKind collective = CollectiveKind::kAllreduce;
+  Collective collective = Collective::kAllreduce;
   int ranks = 0;
   double size_bytes = 0;
   double time_s = 0;
@@ -60,6 +60,6 @@ Topology corpus_topology(const CorpusFile& f);
 bool is_corpus_text(const std::string& text);
 
 /// nccl-tests' bus bandwidth factor for `c` over `ranks` ranks (2(n−1)/n, (n−1)/n or 1).
-double busbw_factor(CollectiveKind c, int ranks);
+double busbw_factor(Collective c, int ranks);
 
 }  // namespace lgreco::net

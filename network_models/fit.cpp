@@ -63,7 +63,7 @@ std::vector<ParamDef> all_params(const ModelParams& defaults, double floor_centr
 
 class Problem {
  public:
-  Problem(const Topology& t, int ranks, CollectiveKind c, const std::vector<NcclTestsPoint>& data, Selection sel)
+  Problem(const Topology& t, int ranks, Collective c, const std::vector<NcclTestsPoint>& data, Selection sel)
       : t_(t), emb_(embed(t, ranks)), c_(c), data_(data), base_(nccl_params(t, emb_)) {
     base_.selection = sel;
     // The calibrated form (collectives.hpp): LL additive, LL128 and Simple pipelined.
@@ -73,7 +73,7 @@ class Problem {
     const double floor_centre = simple ? simple->latency_s : 50e-6;
     for (auto& d : all_params(base_, floor_centre)) {
       const bool multi = emb_.hosts > 1;
-      const bool nvls = t.nvls && emb_.hosts == 1 && emb_.ranks_per_host >= 5 && c != CollectiveKind::kBroadcast;
+      const bool nvls = t.nvls && emb_.hosts == 1 && emb_.ranks_per_host >= 5 && c != Collective::kBroadcast;
       if (d.name == "hop_scale.net" || d.name == "net_efficiency") { if (!multi) continue; }
       else if (d.name.rfind("hop_scale.", 0) == 0) { if (d.name != std::string("hop_scale.") + (emb_.intra_class == LinkClass::kNvlink ? "nvlink" : "pcie")) continue; }
       else if (d.name.rfind("nvls.", 0) == 0 && !nvls) continue;
@@ -119,7 +119,7 @@ class Problem {
  private:
   const Topology& t_;
   Embedding emb_;
-  CollectiveKind c_;
+  Collective c_;
   const std::vector<NcclTestsPoint>& data_;
   ModelParams base_;
   std::vector<ParamDef> defs_;
@@ -127,7 +127,7 @@ class Problem {
 
 }  // namespace
 
-std::vector<FitPoint> compare(const CollectiveModel& model, CollectiveKind c, const std::vector<NcclTestsPoint>& data) {
+std::vector<FitPoint> compare(const CollectiveModel& model, Collective c, const std::vector<NcclTestsPoint>& data) {
   std::vector<FitPoint> out;
   for (const auto& pt : data) {
     const Choice ch = model.best(c, pt.size_bytes);
@@ -136,7 +136,7 @@ std::vector<FitPoint> compare(const CollectiveModel& model, CollectiveKind c, co
   return out;
 }
 
-FitResult fit_model(const Topology& t, int ranks, CollectiveKind c, const std::vector<NcclTestsPoint>& data, Selection selection) {
+FitResult fit_model(const Topology& t, int ranks, Collective c, const std::vector<NcclTestsPoint>& data, Selection selection) {
   if (data.size() < 2) throw InputError("calibration needs at least 2 measured sizes, got " + std::to_string(data.size()));
   if (ranks < 2) throw InputError("calibration needs at least 2 ranks, got " + std::to_string(ranks));
   Problem pb(t, ranks, c, data, selection);
@@ -175,7 +175,7 @@ FitResult fit_model(const Topology& t, int ranks, CollectiveKind c, const std::v
   return res;
 }
 
-HoldoutCheck holdout_check(const Topology& t, int ranks, CollectiveKind c, const std::vector<NcclTestsPoint>& data,
+HoldoutCheck holdout_check(const Topology& t, int ranks, Collective c, const std::vector<NcclTestsPoint>& data,
                            Selection selection) {
   if (data.size() < 4) throw InputError("held-out check needs at least 4 measured sizes, got " + std::to_string(data.size()));
   std::vector<NcclTestsPoint> sorted = data, even, odd;

@@ -73,9 +73,9 @@ int run_calibrate(const std::vector<std::string>& args) {
   int ranks = parse_ranks(ranks_s);
   if (ranks == 0 && run.ranks) ranks = *run.ranks;
   if (ranks == 0) throw UsageError(file + ": the file does not say how many ranks ran; pass --ranks");
-  net::CollectiveKind c = net::CollectiveKind::kAllreduce;
+  Collective c = Collective::kAllreduce;
   if (!coll_s.empty()) {
-    c = net::parse_collective(coll_s);
+    c = parse_collective(coll_s);
   } else if (run.collective) {
     c = *run.collective;
   } else {
@@ -85,7 +85,7 @@ int run_calibrate(const std::vector<std::string>& args) {
   const net::FitResult fit = net::fit_model(t, ranks, c, run.points, net::parse_selection(selection));
   std::vector<std::filesystem::path> inputs{file};
   if (std::filesystem::is_regular_file(topology)) inputs.push_back(topology);
-  const Json config{{"source", file}, {"topology", topology}, {"ranks", ranks}, {"collective", net::to_string(c)}, {"selection", selection},
+  const Json config{{"source", file}, {"topology", topology}, {"ranks", ranks}, {"collective", lgreco::to_string(c)}, {"selection", selection},
                     {"time_column", "out-of-place"}, {"loss", "soft-L1 on ln(predicted/measured), scale 0.05"},
                     {"optimizer", "Levenberg-Marquardt, 400 seeded starts"}};
   std::optional<net::HoldoutCheck> holdout;
@@ -127,7 +127,7 @@ int run_predict(const std::vector<std::string>& args) {
       .option("--ranks", &ranks_s, "N", "ranks (default: every GPU of the topology)")
       .format(&fmt);
   if (!p.parse(args)) return 0;
-  const auto c = net::parse_collective(coll_s);
+  const auto c = parse_collective(coll_s);
   const auto sizes = parse_sizes(sizes_s);
   std::vector<std::filesystem::path> inputs;
   const net::CollectiveModel m = resolve_model(topology, parse_ranks(ranks_s), fit, &inputs);
@@ -144,7 +144,7 @@ int run_predict(const std::vector<std::string>& args) {
     }
   }
   if (fmt == Format::kJson) {
-    const Json config{{"topology", topology}, {"network_fit", fit.empty() ? Json(nullptr) : Json(fit)}, {"collective", net::to_string(c)},
+    const Json config{{"topology", topology}, {"network_fit", fit.empty() ? Json(nullptr) : Json(fit)}, {"collective", lgreco::to_string(c)},
                       {"ranks", m.ranks()}, {"hosts", m.embedding().hosts}, {"nccl_version", m.params().nccl_version}};
     std::cout << Json{{"schema_version", 1}, {"kind", "lgreco-net-predict"}, {"rows", rows}, {"config", config},
                       {"provenance", provenance_json(inputs)}}.dump(2)
@@ -155,7 +155,7 @@ int run_predict(const std::vector<std::string>& args) {
 
 /// One measured row to validate.
 struct MeasuredRow {
-  net::CollectiveKind collective = net::CollectiveKind::kAllreduce;
+  Collective collective = Collective::kAllreduce;
   int ranks = 0;
   double size_bytes = 0, time_s = 0;
 };
@@ -172,7 +172,7 @@ int validate_corpus_dir(const std::string& dir, bool holdout, Format fmt) {
     for (const auto& [f, p] : v.points) {
       rows.push_back({{"system", v.system}, {"file", std::filesystem::path(f->file.origin).filename().string()},
                       {"benchmark", f->file.benchmark == net::Benchmark::kPytorch ? "pytorch" : "nccl-tests"},
-                      {"collective", net::to_string(p.row.collective)}, {"ranks", p.row.ranks}, {"hosts", p.hosts},
+                      {"collective", lgreco::to_string(p.row.collective)}, {"ranks", p.row.ranks}, {"hosts", p.hosts},
                       {"size_bytes", p.row.size_bytes}, {"measured_us", p.row.time_s * 1e6}, {"predicted_us", p.predicted_s * 1e6},
                       {"error_pct", 100 * p.error()}, {"algorithm", net::to_string(p.algorithm)}, {"protocol", net::to_string(p.protocol)}});
     }
@@ -241,9 +241,9 @@ int run_validate(const std::vector<std::string>& args) {
     int ranks = parse_ranks(ranks_s);
     if (ranks == 0 && run.ranks) ranks = *run.ranks;
     if (ranks == 0) throw UsageError(file + ": the file does not say how many ranks ran; pass --ranks");
-    net::CollectiveKind c = net::CollectiveKind::kAllreduce;
+    Collective c = Collective::kAllreduce;
     if (!coll_s.empty()) {
-      c = net::parse_collective(coll_s);
+      c = parse_collective(coll_s);
     } else if (run.collective) {
       c = *run.collective;
     } else {
@@ -297,7 +297,7 @@ int run_validate(const std::vector<std::string>& args) {
     auto& worst = r.size_bytes >= mib ? worst_large : worst_small;
     if (!worst || std::abs(err) > std::abs(worst->first)) worst = std::make_pair(err, r.size_bytes);
     const double mab = r.size_bytes / r.time_s / 1e9, pab = r.size_bytes / ch.time_s / 1e9;
-    out_rows.push_back({{"collective", net::to_string(r.collective)}, {"ranks", r.ranks}, {"hosts", m.embedding().hosts},
+    out_rows.push_back({{"collective", lgreco::to_string(r.collective)}, {"ranks", r.ranks}, {"hosts", m.embedding().hosts},
                         {"size_bytes", r.size_bytes}, {"measured_us", r.time_s * 1e6}, {"predicted_us", ch.time_s * 1e6},
                         {"measured_busbw_GBps", mab * factor}, {"predicted_busbw_GBps", pab * factor}, {"error_pct", 100 * err},
                         {"algorithm", net::to_string(ch.algorithm)}, {"protocol", net::to_string(ch.protocol)}});

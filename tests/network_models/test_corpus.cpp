@@ -9,6 +9,7 @@
 #include "network_models/corpus_fit.hpp"
 #include "tests/network_models/support.hpp"
 
+using namespace lgreco;
 using namespace lgreco::net;
 
 namespace {

@@ -11,6 +11,7 @@
 #include "network_models/corpus_fit.hpp"
 #include "tests/network_models/support.hpp"
 
+using namespace lgreco;
 using namespace lgreco::net;
 
 namespace {
@@ -89,7 +90,7 @@ TEST_CASE("node-count trends of multi-node systems at their largest size", "[hol
   std::map<std::string, std::map<int, ValidationPoint>> largest;
   for (const auto& f : files) {
     for (const auto& p : predict_file(f, corpus_constants())) {
-      if (p.row.collective != CollectiveKind::kAllreduce) continue;
+      if (p.row.collective != Collective::kAllreduce) continue;
       auto& slot = largest[f.file.system];
       auto it = slot.find(p.hosts);
       if (it == slot.end() || p.row.size_bytes > it->second.row.size_bytes) slot.insert_or_assign(p.hosts, p);

@@ -12,6 +12,7 @@
 #include "network_models/presets.hpp"
 #include "tests/network_models/support.hpp"
 
+using namespace lgreco;
 using namespace lgreco::net;
 
 namespace {
@@ -28,7 +29,7 @@ double nic_Bps_per_host(const Topology& t) {
 
 double busbw_per_nic(const Topology& t, int ranks, double size) {
   const CollectiveModel m(t, ranks, default_params(t, ranks));
-  return size / m.best(CollectiveKind::kAllreduce, size).time_s * m.busbw_factor(CollectiveKind::kAllreduce) / nic_Bps_per_host(t);
+  return size / m.best(Collective::kAllreduce, size).time_s * m.busbw_factor(Collective::kAllreduce) / nic_Bps_per_host(t);
 }
 
 }  // namespace
@@ -41,7 +42,7 @@ TEST_CASE("large-message bus bandwidth per NIC stays within the corpus range as 
     if (f.topology.gpu.nvlinks == 0) continue;
     for (const auto& r : f.file.rows) {
       const Embedding& e = f.embeddings.at(r.ranks);
-      if (e.hosts < 2 || r.size_bytes < 1073741824 || r.collective != CollectiveKind::kAllreduce) continue;
+      if (e.hosts < 2 || r.size_bytes < 1073741824 || r.collective != Collective::kAllreduce) continue;
       const double ratio = r.size_bytes / r.time_s * busbw_factor(r.collective, r.ranks) / nic_Bps_per_host(f.topology);
       lo = std::min(lo, ratio);
       hi = std::max(hi, ratio);
@@ -75,7 +76,7 @@ TEST_CASE("small messages get slower with more network hops, as measured", "[sca
     for (int nodes : {1, 2, 4, 8, 16, 32}) {
       const Topology t = preset_topology(std::to_string(nodes) + spec);
       const CollectiveModel m(t, t.gpus(), default_params(t, t.gpus()));
-      const double now = m.best(CollectiveKind::kAllreduce, kSmall).time_s;
+      const double now = m.best(Collective::kAllreduce, kSmall).time_s;
       CAPTURE(spec, nodes, now, prev);
       CHECK(now > prev);
       prev = now;

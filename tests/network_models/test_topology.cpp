@@ -3,6 +3,7 @@
 
 #include "network_models/presets.hpp"
 
+using namespace lgreco;
 using namespace lgreco::net;
 
 namespace {
