@@ -1,6 +1,8 @@
 // NCCL-shaped collective cost; the formulas are stated in collectives.hpp.
 #include "network_models/collectives.hpp"
 
+#include "core/int_math.hpp"
+
 #include "network_models/preset_constants.hpp"
 
 #include <algorithm>
@@ -16,12 +18,6 @@ constexpr int kNvlink = 0, kPcie = 1, kNet = 2;
 
 /// NCCL's architecture row: 0 Volta/Turing, 1 Ampere, 2 Hopper, 3 Blackwell.
 int arch_index(int cc) { return cc >= 100 ? 3 : cc >= 90 ? 2 : cc >= 80 ? 1 : 0; }
-
-int floor_log2(int x) {
-  int b = 0;
-  while ((x >>= 1) > 0) ++b;
-  return b;
-}
 
 }  // namespace
 
@@ -139,7 +135,7 @@ void CollectiveModel::build(const ModelParams& p_, Table& table) const {
         if (pr == Protocol::kLL128) bp = std::min(bt * (N == 1 ? 7.0 / 9.0 : 120.0 / 128.0), C * p_.ll128_tree_per_channel_Bps);
         tree.ok = true;
         tree.algbw_Bps = 0.5 * bp * q.bw_multiplier;
-        tree.latency_s = q.tree_base_s + 2 * ((ppn - 1) * hop(q, true, intra) + floor_log2(N) * hop(q, true, kNet));
+        tree.latency_s = q.tree_base_s + 2 * ((ppn - 1) * hop(q, true, intra) + lgreco::floor_log2(static_cast<std::uint64_t>(N)) * hop(q, true, kNet));
         tree.fill_s = pr == Protocol::kLL ? 0 : fill(2.0 * (ppn - 1), B_intra);
       }
       if (ar && N > 1 && p_.allow_hierarchical) {
@@ -169,7 +165,7 @@ void CollectiveModel::build(const ModelParams& p_, Table& table) const {
       const ProtocolParams& q = p_.proto[static_cast<int>(Protocol::kSimple)];
       e.ok = true;
       e.algbw_Bps = std::min(5.0 / 6.0 * emb_.intra_ring_Bps * p_.nvls_multiplier, B_net / f_nic);
-      e.latency_s = q.tree_base_s + 2 * floor_log2(N) * hop(q, true, kNet);
+      e.latency_s = q.tree_base_s + 2 * lgreco::floor_log2(static_cast<std::uint64_t>(N)) * hop(q, true, kNet);
       e.fill_s = fill(2, e.algbw_Bps);
       e.nvls = true;
     }
