@@ -23,8 +23,9 @@ void add_loop_options(ArgParser& p, LoopArgs& a, bool trace_required) {
            "rank=4,bits=4 (mixed); unspecified parameters take their defaults (lgreco methods lists them)");
   p.option("--engine", &a.engine, "NAME", "planning engine: reference, exact, time or dual (default reference)");
   p.option("--error-mode", &a.error_mode, "MODE",
-           "candidate error: power (5 seeded subspace iterations on A), exact (singular values), trajectory "
-           "(each candidate run over the window with its own residual); default power");
+           "candidate error: trajectory (each candidate run over the window's steps with its own residual: the "
+           "per-step error it delivers; default), power (L-GreCo's: 5 seeded subspace iterations on the window's "
+           "mean matrix A), exact (singular values of A)");
   p.option("--backend", &a.backend, "NAME", "kernels: auto (CUDA when a device is there), cpu or cuda (default auto)");
   p.option("--threads", &a.threads, "N", "worker threads (default: all cores)");
   p.option("--memory-limit", &a.memory_limit, "SIZE",

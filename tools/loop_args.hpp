@@ -14,7 +14,7 @@ namespace lgreco::cli {
 
 /// The closed loop's options as text from the command line.
 struct LoopArgs {
-  std::string trace, family = "powersgd", defaults, engine = "reference", error_mode = "power";
+  std::string trace, family = "powersgd", defaults, engine = "reference", error_mode = "trajectory";
   std::string backend = "auto", threads, seed = "0", warmup, period = "1000", acc = "10", memory_limit;
   std::string alpha = "1", rank_low = "0.5", rank_high = "2", min_numel = "1024";
 };
