@@ -12,6 +12,7 @@
 #include "core/units.hpp"
 #include "kernels/method_json.hpp"
 #include "pipeline/loop.hpp"
+#include "pipeline/predict.hpp"
 #include "planner/plan.hpp"
 #include "planner/schedule.hpp"
 #include "planner/tables.hpp"
@@ -135,6 +136,7 @@ int run_plan_trace(const std::vector<std::string>& args) {
     o.gpu = cluster->gpu;
   }
   const pipeline::LoopResult r = pipeline::run_closed_loop(a.trace, o, cluster ? cluster->cost.get() : nullptr, stderr_progress());
+  if (cluster && !r.compute.note.empty()) std::cerr << "lgreco: note: " << r.compute.note << "\n";
   Json config = pipeline::loop_config(o, r);
   config["trace"] = a.trace;
   config["threads"] = req.threads_requested;
@@ -202,7 +204,7 @@ int run_plan(const std::vector<std::string>& args) {
       .option("--topology", &f.topology, "NAME|FILE",
               "cluster for time predictions instead of the ring model (the NCCL-shaped network model, e.g. 4x8xA100-1x25G)")
       .option("--network-fit", &f.network_fit, "FILE", "calibration of that topology from `lgreco net calibrate`")
-      .option("--forward-time", &f.forward, "DURATION", "forward pass time before backward starts (default 0)")
+      .option("--forward-time", &f.forward, "DURATION", "forward pass time before backward starts (default: half the backward time)")
       .option("--output", &f.out, "FILE", "write the schedule here", false, "-o")
       .flag("--force", &f.force, "overwrite an existing output file")
       .flag("--allow-infeasible", &f.allow_infeasible, "write the least-error plan (status infeasible) when no plan meets the budget")
@@ -211,10 +213,10 @@ int run_plan(const std::vector<std::string>& args) {
   const Overwrite policy = f.force ? Overwrite::kAllow : Overwrite::kRefuse;
   if (!f.out.empty()) check_writable_destination(f.out, policy);
   Json config;
-  const PlanOptions opt = plan_options(f, p, config);
-  if (f.tables.empty()) throw UsageError("lgreco plan: needs --tables FILE (see --help)");
+  PlanOptions opt = plan_options(f, p, config);
+  if (f.tables.empty()) throw UsageError("lgreco plan: needs --tables FILE or --trace FILE (see --help)");
   std::vector<std::filesystem::path> inputs{f.tables};
-  const Tables t = read_tables(f.tables);
+  Tables t = read_tables(f.tables);
   std::optional<net::RingCost> ring;
   std::optional<Json> fit_doc;
   const std::optional<pipeline::Cluster> cluster = resolve_cluster(f.topology, f.network_fit, &fit_doc);
@@ -225,6 +227,16 @@ int run_plan(const std::vector<std::string>& args) {
     ring.emplace(units::parse_seconds(f.latency), *opt.bandwidth_Bps, t.world_size);
   }
   const net::CollectiveCost* cost = cluster ? cluster->cost.get() : ring ? &*ring : nullptr;
+  if (cost) {
+    // The compute side of the step predictions, by the one rule of pipeline/predict.hpp.
+    pipeline::ComputeOptions co;
+    if (p.given("--forward-time")) co.forward_s = opt.forward_s;
+    const pipeline::ComputeModel cm = pipeline::compute_model(t.windows.back(), t.model, cluster ? &cluster->gpu : nullptr, co);
+    pipeline::apply_compute(cm, t, opt);
+    config["compute"] = pipeline::compute_json(cm);
+    config["forward_time_s"] = opt.forward_s;
+    if (!cm.note.empty()) std::cerr << "lgreco: note: " << cm.note << "\n";
+  }
   std::vector<WindowPlan> plans;
   for (std::size_t w = 0; w < t.windows.size(); ++w) {
     try {
