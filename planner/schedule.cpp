@@ -270,6 +270,17 @@ Schedule schedule_from_json(const Json& doc, const std::string& origin) {
   s.config = o.require("config");
   s.provenance = o.require("provenance");
   o.finish();
+  // Model order everywhere (JSON objects are unordered; format 2 lists the parameters in order).
+  if (!s.parameters.empty()) {
+    std::map<std::string, std::size_t> pos;
+    for (std::size_t i = 0; i < s.parameters.size(); ++i) pos.emplace(s.parameters[i].first, i);
+    for (auto& ph : s.phases) {
+      std::stable_sort(ph.layers.begin(), ph.layers.end(), [&](const auto& a, const auto& b) {
+        const auto pa = pos.find(a.first), pb = pos.find(b.first);
+        return (pa == pos.end() ? pos.size() : pa->second) < (pb == pos.end() ? pos.size() : pb->second);
+      });
+    }
+  }
   // A format-2 document's wire plans are what the hook will execute: they must be the registry's.
   // (A phase without wire plans, e.g. edited by hand, gets them from the registry when written.)
   std::set<std::string> known;

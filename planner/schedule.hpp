@@ -68,7 +68,8 @@ Json schedule_to_json(const Schedule& s);
 /// warm-up makes any of them differ from the steady state. What the DDP hook executes and checks its bytes against.
 Json wire_json(const Schedule& s, const Phase& p);
 /// Strict structural reading (unknown keys, wrong types → ConfigError naming `origin` and field);
-/// methods are normalised (defaults filled; unknown methods/params are errors). Format 1 and 2;
+/// methods are normalised (defaults filled; unknown methods/params are errors); a format-2 phase's
+/// parameters come in model order (the document's "parameters"). Format 1 and 2;
 /// a format-2 document's wire plans must equal the registry's (InputError naming the phase and
 /// parameter otherwise).
 Schedule schedule_from_json(const Json& doc, const std::string& origin);

@@ -62,6 +62,7 @@ auto as_usage(const std::string& flag, F&& f) {
 
 LoopRequest resolve_loop_options(const LoopArgs& a) {
   LoopRequest req;
+  req.trace = a.trace;
   pipeline::LoopOptions& o = req.options;
   o.family = as_usage("--family", [&] { return sim::family_from_name(a.family); });
   if (!a.defaults.empty()) {

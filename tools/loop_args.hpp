@@ -24,6 +24,7 @@ void add_loop_options(ArgParser& p, LoopArgs& a, bool trace_required = true);
 
 /// The resolved options and what the user asked for (recorded in outputs).
 struct LoopRequest {
+  std::string trace;          ///< --trace
   pipeline::LoopOptions options;
   int threads_requested = 0;  ///< --threads as given (0: all cores)
 };

@@ -83,7 +83,7 @@ std::string loop_summary(const pipeline::LoopOptions& job, const pipeline::LoopR
     const auto& t = w.layers[l];
     uncompressed += 4.0 * static_cast<double>(t.numel);
     if (t.candidates.size() < 2) continue;  // not planned: sent as its only setting
-    const auto& c = t.candidates.at(static_cast<std::size_t>(p.choice[l]));
+    const auto& c = p.chosen.at(l);  // (a pinned "none" has no candidate index)
     const auto& d = t.candidates.at(static_cast<std::size_t>(t.default_index));
     std::string name = t.name.size() > 44 ? "..." + t.name.substr(t.name.size() - 41) : t.name;
     const std::string setting = kernels::describe(d.spec) == kernels::describe(c.spec)
@@ -122,7 +122,7 @@ std::string loop_summary(const pipeline::LoopOptions& job, const pipeline::LoopR
       std::snprintf(line, sizeof line, "  %-8s in window %zu: delivered %.5g, predicted %.5g", d.phase.c_str(), d.window, d.delivered,
                     d.predicted.value_or(0.0));
       o << line;
-      if (d.uniform_same_window) {
+      if (d.uniform_same_window && *d.uniform_same_window > 0) {
         std::snprintf(line, sizeof line, ", uniform in the same window %.5g (%+.2f %%)", *d.uniform_same_window,
                       100.0 * (d.delivered / *d.uniform_same_window - 1));
         o << line;
