@@ -147,7 +147,7 @@ void refuse_overwriting_inputs(const std::string& out, const std::vector<std::fi
 }
 
 // `lgreco plan --trace ...`: the closed loop from a trace to a phased schedule.
-int run_trace_form(const Flags& f, LoopRequest& req, const PlanOptions& opt, Json config,
+int run_trace_form(const Flags& f, LoopRequest& req, const PlanOptions& opt, Json config, double compute_scale,
                    const std::optional<pipeline::Cluster>& cluster, const std::string& tables_out, Overwrite policy) {
   pipeline::LoopOptions& o = req.options;
   o.plan = opt;
@@ -160,6 +160,7 @@ int run_trace_form(const Flags& f, LoopRequest& req, const PlanOptions& opt, Jso
     cost = &*ring;
   }
   if (f.forward.size()) o.compute.forward_s = opt.forward_s;
+  o.compute.recorded_scale = compute_scale;
   const pipeline::LoopResult r = pipeline::run_closed_loop(req.trace, o, cost, stderr_progress());
   if (cost && !r.compute.note.empty()) std::cerr << "lgreco: note: " << r.compute.note << "\n";
   refuse_infeasible(r.plans, req.trace, f.allow_infeasible);
@@ -284,7 +285,8 @@ int run_plan(const std::vector<std::string>& args) {
   }
   config["kernel_time"] = pipeline::kernel_time_json(kernel_time, cluster ? &*cluster : nullptr);
 
-  if (trace) return run_trace_form(f, req, opt, config, cluster, tables_out, policy);
+  const double compute_scale = resolve_compute_scale(kt);
+  if (trace) return run_trace_form(f, req, opt, config, compute_scale, cluster, tables_out, policy);
 
   Tables t = read_tables(f.tables);
   std::optional<net::RingCost> ring;
@@ -294,6 +296,7 @@ int run_plan(const std::vector<std::string>& args) {
     // The compute side of the step predictions, by the one rule of pipeline/predict.hpp.
     pipeline::ComputeOptions co;
     if (p.given("--forward-time")) co.forward_s = opt.forward_s;
+    co.recorded_scale = compute_scale;
     const pipeline::ComputeModel cm = pipeline::compute_model(t.windows.back(), t.model, cluster ? &cluster->gpu : nullptr, co);
     pipeline::apply_compute(cm, t, opt);
     config["compute"] = pipeline::compute_json(cm);

@@ -121,6 +121,7 @@ int run_whatif(const std::vector<std::string>& args) {
   const pipeline::KernelTime kernel_time = resolve_kernel_time(kt);
   o.plan.kernel_time = pipeline::kernel_time_fn(kernel_time, base);
   o.gpu = base.gpu;
+  o.compute.recorded_scale = resolve_compute_scale(kt);
   pipeline::LoopResult r;
   if (!a.trace.empty()) {
     r = pipeline::run_closed_loop(a.trace, o, base.cost.get(), stderr_progress());

@@ -120,6 +120,16 @@ void add_kernel_time_options(ArgParser& p, KernelTimeArgs& a) {
            "device cost profile (kernels/profiles/<gpu>.json) for compression kernel time in step predictions "
            "(default: memory-traffic estimate on the topology's GPU)");
   p.flag("--no-kernel-time", &a.none, "charge no compression kernel time in step predictions");
+  p.option("--compute-scale", &a.compute_scale, "X",
+           "multiply recorded compute times by X in step predictions (a trace recorded on slower hardware than the "
+           "cluster predicted: the ratio of the two throughputs; default 1)");
+}
+
+double resolve_compute_scale(const KernelTimeArgs& a) {
+  if (a.compute_scale.empty()) return 1.0;
+  const double x = parse_double("--compute-scale", a.compute_scale);
+  if (!(x > 0)) throw UsageError("--compute-scale " + a.compute_scale + ": expected a factor > 0");
+  return x;
 }
 
 pipeline::KernelTime resolve_kernel_time(const KernelTimeArgs& a) {

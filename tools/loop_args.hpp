@@ -39,9 +39,13 @@ double default_memory_limit_bytes();
 struct KernelTimeArgs {
   std::string profile;  ///< device cost profile (kernels/profiles/<gpu>.json); empty: estimate
   bool none = false;    ///< --no-kernel-time
+  std::string compute_scale;  ///< --compute-scale (recorded compute times × this)
 };
 
-/// Declares --kernel-profile and --no-kernel-time.
+/// --compute-scale as a factor (1 when not given); UsageError naming the flag.
+double resolve_compute_scale(const KernelTimeArgs& a);
+
+/// Declares --kernel-profile, --no-kernel-time and --compute-scale (the step predictions' options).
 void add_kernel_time_options(ArgParser& p, KernelTimeArgs& a);
 
 /// Resolves them (loads the profile); UsageError when both are given.

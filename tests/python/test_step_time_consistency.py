@@ -40,3 +40,17 @@ def test_plan_simulate_whatif_agree(lgreco, tmp_path, compute):
         assert pt["adaptive_step_s"] == pytest.approx(plan_step, rel=1e-12), source
         assert pt["uniform_step_s"] == pytest.approx(planned["uniform_step_time_s"], rel=1e-12), source
         assert pt["uncompressed_step_s"] == pytest.approx(planned["uncompressed_step_time_s"], rel=1e-12), source
+
+
+def test_compute_scale_multiplies_recorded_times_and_says_so(lgreco, tmp_path):
+    """--compute-scale X: recorded compute times × X (a CPU recording predicted on GPUs), in every command."""
+    trace = tmp_path / "r18.h5"
+    lgreco("trace", "synth", "--model", "resnet18", "--steps", "2", "--compute-tflops", "50", "-o", trace, check=True)
+    base = json.loads(lgreco("simulate", "--trace", trace, "--topology", TOPO, "--format", "json", check=True).stdout)
+    p = lgreco("simulate", "--trace", trace, "--topology", TOPO, "--compute-scale", "0.5", "--format", "json", check=True)
+    half = json.loads(p.stdout)
+    assert "scaled by 0.5" in p.stderr
+    # Uncompressed: compute halves, communication (kernel-time free) is the same.
+    assert half["config"]["compute"]["forward_s"] == pytest.approx(base["config"]["compute"]["forward_s"] / 2, rel=1e-12)
+    assert half["compute_s"] < base["compute_s"]
+    assert lgreco("simulate", "--trace", trace, "--topology", TOPO, "--compute-scale", "0").returncode == 2
