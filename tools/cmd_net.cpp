@@ -44,6 +44,17 @@ int parse_ranks(const std::string& s) {
   return static_cast<int>(r);
 }
 
+// Ranks and collective of an nccl-tests run: the options when given, else what the file says.
+std::pair<int, Collective> run_shape(const std::string& file, const net::NcclTestsRun& run, const std::string& ranks_s,
+                                     const std::string& coll_s) {
+  int ranks = parse_ranks(ranks_s);
+  if (ranks == 0 && run.ranks) ranks = *run.ranks;
+  if (ranks == 0) throw UsageError(file + ": the file does not say how many ranks ran; pass --ranks");
+  if (!coll_s.empty()) return {ranks, parse_collective(coll_s)};
+  if (run.collective) return {ranks, *run.collective};
+  throw UsageError(file + ": the file does not name its collective; pass --collective");
+}
+
 void print_points(const std::vector<net::FitPoint>& pts) {
   std::printf("%14s %12s %12s %8s %-12s %-7s\n", "size_bytes", "measured_us", "model_us", "err_%", "algorithm", "proto");
   for (const auto& p : pts) {
@@ -70,17 +81,7 @@ int run_calibrate(const std::vector<std::string>& args) {
   const Overwrite policy = force ? Overwrite::kAllow : Overwrite::kRefuse;
   check_writable_destination(out, policy);
   const net::NcclTestsRun run = net::load_nccl_tests(file);
-  int ranks = parse_ranks(ranks_s);
-  if (ranks == 0 && run.ranks) ranks = *run.ranks;
-  if (ranks == 0) throw UsageError(file + ": the file does not say how many ranks ran; pass --ranks");
-  Collective c = Collective::kAllreduce;
-  if (!coll_s.empty()) {
-    c = parse_collective(coll_s);
-  } else if (run.collective) {
-    c = *run.collective;
-  } else {
-    throw UsageError(file + ": the file does not name its collective; pass --collective");
-  }
+  const auto [ranks, c] = run_shape(file, run, ranks_s, coll_s);
   const net::Topology t = net::resolve_topology(topology);
   const net::FitResult fit = net::fit_model(t, ranks, c, run.points, net::parse_selection(selection));
   std::vector<std::filesystem::path> inputs{file};
@@ -238,17 +239,7 @@ int run_validate(const std::vector<std::string>& args) {
     if (topology.empty()) corpus_topology = net::corpus_topology(f), topology = f.topology;
   } else {
     const net::NcclTestsRun run = net::parse_nccl_tests(text.str(), file);
-    int ranks = parse_ranks(ranks_s);
-    if (ranks == 0 && run.ranks) ranks = *run.ranks;
-    if (ranks == 0) throw UsageError(file + ": the file does not say how many ranks ran; pass --ranks");
-    Collective c = Collective::kAllreduce;
-    if (!coll_s.empty()) {
-      c = parse_collective(coll_s);
-    } else if (run.collective) {
-      c = *run.collective;
-    } else {
-      throw UsageError(file + ": the file does not name its collective; pass --collective");
-    }
+    const auto [ranks, c] = run_shape(file, run, ranks_s, coll_s);
     for (const auto& pt : run.points) rows.push_back({c, ranks, pt.size_bytes, pt.time_s});
     // "nGpus N" or "-g N" (N > 1) in the header: one process drives N GPUs (nccl-tests -g N).
     static const std::regex ngpus(R"((?:nGpus|\s-g)\s+(\d+))");
