@@ -13,6 +13,7 @@
 #include "kernels/method_json.hpp"
 #include "pipeline/loop.hpp"
 #include "planner/plan.hpp"
+#include "planner/plan_json.hpp"
 #include "planner/schedule.hpp"
 #include "planner/tables.hpp"
 #include "tools/args.hpp"
@@ -76,25 +77,8 @@ PlanOptions plan_options(const Flags& f, const ArgParser& p, Json& config) {
   o.front.max_front = static_cast<std::size_t>(parse_int("--max-front", f.max_front));
   if (p.given("--bandwidth")) o.bandwidth_Bps = units::parse_bandwidth_Bps(f.bandwidth);
   if (p.given("--forward-time")) o.forward_s = units::parse_seconds(f.forward);
-  const char* kinds[] = {"alpha", "error", "bytes", "time"};
-  Json pins = Json::object();
-  for (const auto& [n, m] : o.pins) pins[n] = kernels::method_to_json(m);
-  config = {{"engine", f.engine},
-            {"budget", {{"kind", kinds[static_cast<int>(o.budget.kind)]}, {"value", o.budget.value}}},
-            {"include", o.include_re ? Json(*o.include_re) : Json(nullptr)},
-            {"exclude", o.exclude_re ? Json(*o.exclude_re) : Json(nullptr)},
-            {"excluded_layers_stay_at", "default"},
-            {"pins", pins},
-            {"min_compression_rate", o.min_compression_rate ? Json(*o.min_compression_rate) : Json(nullptr)},
-            {"max_layer_error", o.max_layer_error ? Json(*o.max_layer_error) : Json(nullptr)},
-            {"reference_buckets", o.reference.buckets},
-            {"time_grid", o.time.grid},
-            {"max_front", o.front.max_front},
-            {"epsilon", o.front.epsilon},
-            {"forward_time_s", o.forward_s},
-            {"network", o.bandwidth_Bps ? Json{{"model", "ring"}, {"bandwidth_Gbps", units::Bps_to_gbps(*o.bandwidth_Bps)},
-                                               {"latency_us", units::s_to_us(units::parse_seconds(f.latency))}}
-                                        : Json(nullptr)}};
+  // The recorded form is the one the planner reads back (planner/plan_json.hpp), e.g. online.
+  config = plan_options_to_json(o, o.bandwidth_Bps ? ring_network_json(*o.bandwidth_Bps, units::parse_seconds(f.latency)) : Json(nullptr));
   return o;
 }
 
