@@ -362,7 +362,7 @@ class ScheduleHook:
         fast = all(self.schedule.method_at(step, n).name == "none" and n not in self._err and n not in self._vel
                    for n in names)
         if fast:
-            gen = self._rounds_plain(buf)
+            gen = self._rounds_plain(step, buf, bucket.gradients() if self._observe is not None else [], names)
         else:
             if self.q_init == "torch":
                 self._torch_compat_prepare(bucket.index(), names, step)
@@ -419,9 +419,11 @@ class ScheduleHook:
         if finish:
             self._finish_step(rec)
 
-    def _rounds_plain(self, buf: torch.Tensor):
+    def _rounds_plain(self, step: int, buf: torch.Tensor, grads: List[torch.Tensor], names: List[str]):
         """A bucket of "none" parameters with no residual: averaged exactly as torch's allreduce_hook
         does (÷ world, then one allreduce)."""
+        for name, g in zip(names, grads):
+            self._observe(step, name, g.view(-1))
         buf.div_(self._world())
         yield [_Op("allreduce", buf, "dense_bytes")], True
         return buf

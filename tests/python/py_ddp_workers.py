@@ -361,3 +361,23 @@ def task_gate(rank, world, steps, schedule_doc):
     ref, _ = train(rank, steps, lambda d: ScheduleHook(d, Schedule(schedule_doc), asynchronous=False).register(d))
     return {"steps": [{k: v for k, v in s.items() if k != "futures"} for s in seen], "params": params, "ref": ref,
             "bytes": hook.bytes_sent_per_step}
+
+
+def task_online(rank, world, steps, configs, out_root):
+    """TinyNet under DDP with an OnlineHook per configuration (rank 0 writes to out_root/<k>):
+    what every rank applied and sent."""
+    import pathlib
+
+    from lgreco import OnlineHook
+
+    out = []
+    for k, cfg in enumerate(configs):
+        folder = pathlib.Path(out_root) / str(k)
+
+        def attach(d, cfg=cfg, folder=folder):
+            return OnlineHook(d, out_dir=folder if rank == 0 else None, model_name="tinynet", **cfg).register(d)
+
+        params, hook = train(rank, steps, attach)
+        out.append({"decisions": hook.decisions, "bytes": hook.bytes_sent_per_step,
+                    "control": hook.control_bytes_per_step, "replans": hook.replans, "params": params})
+    return out
