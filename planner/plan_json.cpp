@@ -61,6 +61,10 @@ void read_network(const Json& j, const std::string& where, NetworkSpec* out) {
       const Json& t = o.require("topology");
       const Json* name = t.is_string() ? &t : (t.is_object() && t.contains("name") && t["name"].is_string()) ? &t["name"] : nullptr;
       if (!name) throw ConfigError(o.child("topology") + ": " + t.dump() + "; expected a topology name or file (a string)");
+      if (t.is_object() && t.contains("network_fit") && !t["network_fit"].is_null()) {
+        throw ConfigError(o.child("topology") + ".network_fit: " + t["network_fit"].dump() +
+                          "; a calibrated network is not part of plan options (plan with `lgreco plan --network-fit`)");
+      }
       n.topology = name->get<std::string>();
     } else {
       throw ConfigError(o.child("model") + ": '" + model + "'; expected ring or nccl");

@@ -71,6 +71,8 @@ TEST_CASE("plan options: unknown keys and bad values name the field", "[plan_jso
   CHECK_THAT(message(Json{{"network", {{"model", "mesh"}}}}), Catch::Contains("opts.network.model"));
   CHECK_THAT(message(Json{{"network", {{"model", "nccl"}, {"topology", 3}}}}), Catch::Contains("opts.network.topology"));
   CHECK_THAT(message(Json{{"excluded_layers_stay_at", "none"}}), Catch::Contains("excluded_layers_stay_at"));
+  CHECK_THAT(message(Json{{"network", {{"model", "nccl"}, {"topology", {{"name", "x"}, {"network_fit", "fit.json"}}}}}}),
+             Catch::Contains("network_fit"));
   // The topology description `lgreco plan --topology` records is read by its name.
   NetworkSpec net;
   plan_options_from_json(Json{{"network", {{"model", "nccl"}, {"topology", {{"name", "4x8xA100-1x25G"}, {"nodes", 4}}}}}}, "opts", &net);
