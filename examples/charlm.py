@@ -110,7 +110,7 @@ def worker(rank: int, world: int, args, rendezvous: str):
     model = CharLM(len(chars), d=args.d_model, layers=args.layers, ctx=args.ctx)
     ddp = nn.parallel.DistributedDataParallel(model)
     shapes = {n: tuple(p.shape) for n, p in model.named_parameters()}
-    sync = {"asynchronous": not args.sync_hook}
+    sync = {"asynchronous": not args.sync_hook, "lanes": args.lanes}
     if args.online:
         plan = {"engine": args.engine, "budget": {"kind": "alpha", "value": args.alpha}}
         hook = OnlineHook(ddp, family="powersgd", defaults={"rank": args.rank}, warmup_steps=args.warmup,
@@ -205,6 +205,7 @@ def parse(argv=None):
     ap.add_argument("--engine", default="reference", help="--online: reference | exact | time | dual")
     ap.add_argument("--error-mode", default="power", choices=["power", "exact"], help="--online")
     ap.add_argument("--sync-hook", action="store_true", help="run the hook's rounds synchronously")
+    ap.add_argument("--lanes", type=int, default=1, help="process groups the hook's buckets take turns on")
     return ap.parse_args(argv)
 
 

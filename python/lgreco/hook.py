@@ -102,6 +102,25 @@ class TorchComm:
         return dist.broadcast(t, src=src, group=self.group, async_op=True).get_future()
 
 
+def _lanes(comm, lanes: int, group) -> List[TorchComm]:
+    if comm is not None:
+        out = list(comm) if isinstance(comm, (list, tuple)) else [comm]
+        if not out:
+            raise ScheduleError("ScheduleHook: comm is an empty list (give one transport per lane)")
+        return out
+    if isinstance(lanes, bool) or not isinstance(lanes, int) or lanes < 1:
+        raise ScheduleError(f"ScheduleHook: lanes = {lanes!r}, expected an integer >= 1")
+    if lanes == 1:
+        return [TorchComm(group)]
+    if group is not None:
+        raise ScheduleError("ScheduleHook: lanes > 1 is only available on the default process group "
+                            "(pass comm=[TorchComm(g) for g in your groups] otherwise)")
+    # Lane 0 is the default group itself; the others are new groups of the same ranks (created here, so
+    # every rank must construct the hook: it does, DDP needs it on every rank).
+    ranks = list(range(dist.get_world_size()))
+    return [TorchComm(None)] + [TorchComm(dist.new_group(ranks)) for _ in range(lanes - 1)]
+
+
 class _Op:
     """One collective of a round: what it sends and under which byte kind it is counted."""
 
@@ -155,8 +174,8 @@ class _Chain:
     generator when they complete (asynchronous: from the completion callback; synchronous: after
     waiting). The generator's return value (the bucket buffer) becomes the future's result."""
 
-    def __init__(self, hook: "ScheduleHook", gen, rec: _StepRecord, sequencer: Optional[_Sequencer]):
-        self.hook, self.gen, self.rec, self.sequencer = hook, gen, rec, sequencer
+    def __init__(self, hook: "ScheduleHook", gen, rec: _StepRecord, comm: "TorchComm", sequencer: Optional[_Sequencer]):
+        self.hook, self.gen, self.rec, self.comm, self.sequencer = hook, gen, rec, comm, sequencer
         self.future: torch.futures.Future = torch.futures.Future()
         self._released = sequencer is None
 
@@ -196,7 +215,7 @@ class _Chain:
                 return
             hook._add_chain_time(self.rec, time.perf_counter() - t0)
             try:
-                futs = [hook._issue(op, self.rec) for op in ops]
+                futs = [hook._issue(op, self.rec, self.comm) for op in ops]
             except BaseException as e:  # noqa: BLE001
                 self._fail(e)
                 return
@@ -223,18 +242,23 @@ class ScheduleHook:
 
     `asynchronous` (default True): the hook returns futures and chains each bucket's rounds on the
     completion of the previous one (False: every round inside the hook call; the same results bit for
-    bit). `comm`: the transport (default TorchComm(process_group))."""
+    bit). `lanes`: process groups the buckets take turns on (bucket i of a step on lane i mod lanes;
+    lanes > 1 creates that many groups of the default group's ranks, so that bucket i + 1 can issue
+    while bucket i's later rounds are pending). `comm`: the transport, one TorchComm or a list of
+    them (one per lane; default TorchComm(process_group))."""
 
     def __init__(self, model: torch.nn.Module, schedule: Schedule | str, *, process_group=None,
                  start_step: int = 0, q_init: str = "philox", check_predicted: bool = True,
-                 log_path: Optional[str] = None, asynchronous: bool = True, comm: Optional[TorchComm] = None):
+                 log_path: Optional[str] = None, asynchronous: bool = True,
+                 comm: Optional[TorchComm | Sequence[TorchComm]] = None, lanes: int = 1):
         if isinstance(schedule, str):
             schedule = Schedule.load(schedule)
         if q_init not in ("philox", "torch"):
             raise ScheduleError(f"q_init = {q_init!r}, expected 'philox' or 'torch'")
         self.schedule = schedule
         self.group = process_group
-        self.comm = comm if comm is not None else TorchComm(process_group)
+        self.lanes = _lanes(comm, lanes, process_group)
+        self.comm = self.lanes[0]
         self.asynchronous = bool(asynchronous)
         self.step = start_step
         self.q_init = q_init
@@ -259,7 +283,8 @@ class ScheduleHook:
         self.bucket_names: Dict[int, List[str]] = {}  # bucket index → names, as DDP built them
         self._log_path = log_path
         self._lock = threading.Lock()
-        self._sequencer = _Sequencer() if self.asynchronous else None
+        self._sequencers = [_Sequencer() if self.asynchronous else None for _ in self.lanes]
+        self._bucket_in_step = 0
         self._rec: Optional[_StepRecord] = None
         self._world_size: Optional[int] = None
         # Called with (step, name, acc) for every parameter of every bucket, where acc is the
@@ -295,14 +320,14 @@ class ScheduleHook:
     def _rank(self) -> int:
         return self.comm.rank()
 
-    def _issue(self, op: _Op, rec: _StepRecord) -> torch.futures.Future:
+    def _issue(self, op: _Op, rec: _StepRecord, comm: TorchComm) -> torch.futures.Future:
         nbytes = op.tensor.numel() * op.tensor.element_size()
         with self._lock:
             rec.counts["allreduce_bytes" if op.kind == "allreduce" else "allgather_bytes"] += nbytes
             rec.counts[op.label] += nbytes
         if op.kind == "allreduce":
-            return self.comm.allreduce(op.tensor)
-        return self.comm.allgather(op.outs, op.tensor)
+            return comm.allreduce(op.tensor)
+        return comm.allgather(op.outs, op.tensor)
 
     def _allgather_op(self, t: torch.Tensor, label: str) -> _Op:
         return _Op("allgather", t, label, [torch.empty_like(t) for _ in range(self._world())])
@@ -368,12 +393,15 @@ class ScheduleHook:
                 self._torch_compat_prepare(bucket.index(), names, step)
             gen = self._rounds(step, buf, list(bucket.gradients()), names)
         is_last = bucket.is_last()
-        chain = _Chain(self, gen, rec, self._sequencer)
+        lane = self._bucket_in_step % len(self.lanes)
+        self._bucket_in_step = 0 if is_last else self._bucket_in_step + 1
+        sequencer = self._sequencers[lane]
+        chain = _Chain(self, gen, rec, self.lanes[lane], sequencer)
         with self._lock:
             rec.pending += 1
         try:
-            if self._sequencer is not None:
-                self._sequencer.submit(chain)
+            if sequencer is not None:
+                sequencer.submit(chain)
             else:
                 chain.start()
         finally:

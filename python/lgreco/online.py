@@ -36,7 +36,7 @@ import numpy as np
 import torch
 
 from . import native
-from .hook import ScheduleHook, TorchComm, _unwrap
+from .hook import ScheduleHook, TorchComm, _lanes, _unwrap
 from .methods import ScheduleError
 from .schedule import Schedule, make_schedule
 from .trace import layer_kinds
@@ -100,7 +100,8 @@ class OnlineHook(ScheduleHook):
     seeded start) or "exact" (singular values); plan: plan options in the form schedules record as
     "config" (planner/plan_json.hpp: engine reference|exact|time|dual, budget, network, ...; default
     the reference DP at α = 1); seed: measurement seed and the schedule's seed; out_dir: where rank 0
-    writes (None: nothing written; the decisions are still in `decisions`).
+    writes (None: nothing written; the decisions are still in `decisions`); asynchronous, lanes, comm:
+    as ScheduleHook's.
     Needs the native module on every rank."""
 
     def __init__(self, model: torch.nn.Module, *, family: str = "powersgd",
@@ -108,8 +109,8 @@ class OnlineHook(ScheduleHook):
                  warmup_steps: int = 0, period: int = 1000, acc_steps: int = 10, error_mode: str = "power",
                  measure_iterations: int = 5, plan: Optional[Mapping[str, Any]] = None, seed: int = 0,
                  out_dir: Optional[str | os.PathLike] = None, overwrite: bool = False, model_name: str = "model",
-                 process_group=None, asynchronous: bool = True, comm: Optional[TorchComm] = None,
-                 log_path: Optional[str] = None):
+                 process_group=None, asynchronous: bool = True, comm: Optional[TorchComm | Sequence[TorchComm]] = None,
+                 lanes: int = 1, log_path: Optional[str] = None):
         native.require("online re-planning (OnlineHook)")
         for key, v, lo in (("warmup_steps", warmup_steps, 0), ("period", period, 1), ("acc_steps", acc_steps, 1),
                            ("measure_iterations", measure_iterations, 1), ("seed", seed, 0)):
@@ -117,7 +118,7 @@ class OnlineHook(ScheduleHook):
                 raise ScheduleError(f"OnlineHook: {key} = {v!r}, expected an integer >= {lo}")
         if error_mode not in ERROR_MODES:
             raise ScheduleError(f"OnlineHook: error_mode = {error_mode!r}, expected one of {list(ERROR_MODES)}")
-        comm = comm if comm is not None else TorchComm(process_group)
+        comm = _lanes(comm, lanes, process_group)
         inner = _unwrap(model)
         shapes = {n: tuple(p.shape) for n, p in inner.named_parameters()}
         self.family, self.defaults, self.ranges = family, dict(defaults or {}), dict(ranges or {}) or None
@@ -129,7 +130,7 @@ class OnlineHook(ScheduleHook):
         self.online_config = {"family": family, "defaults": self.defaults, "ranges": self.ranges,
                               "warmup_steps": warmup_steps, "period": period, "acc_steps": self.acc_steps,
                               "error_mode": error_mode, "measure_iterations": measure_iterations, "seed": seed}
-        world = comm.world_size()
+        world = comm[0].world_size()
         doc = uniform_schedule(shapes, self.sets, warmup_steps, seed=seed, model=model_name, world_size=world,
                                family=family, config={**self.plan_options, "warmup_steps": warmup_steps,
                                                       "online": self.online_config})
@@ -139,7 +140,7 @@ class OnlineHook(ScheduleHook):
         self.decisions: List[Dict[str, Any]] = []   # every rank: what was applied, from which step
         self.replans: List[Dict[str, Any]] = []     # timings (rank 0: measure/plan/write; all: broadcast)
         self.control_bytes_per_step: Dict[int, int] = {}
-        self.is_planner = comm.rank() == 0
+        self.is_planner = self.comm.rank() == 0
         self._acc: Dict[str, torch.Tensor] = {}
         self._acc_steps_seen: set = set()
         self.out_dir = pathlib.Path(out_dir) if out_dir is not None else None

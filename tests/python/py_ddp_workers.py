@@ -310,17 +310,18 @@ def _state(hook):
 
 
 def task_async_vs_sync(rank, world, steps, docs):
-    """Per schedule: training with the hook's rounds run synchronously, asynchronously, and
-    asynchronously with collectives completing out of order (JitterComm)."""
+    """Per schedule: training with the hook's rounds run synchronously, asynchronously, asynchronously
+    with collectives completing out of order (JitterComm), and asynchronously on two lanes."""
     from lgreco import Schedule, ScheduleHook
 
     out = []
     for k, doc in enumerate(docs):
         runs = {}
-        for mode in ("sync", "async", "jitter"):
+        for mode in ("sync", "async", "jitter", "lanes"):
             def attach(d, mode=mode):
                 comm = JitterComm(seed=1000 * k + rank) if mode == "jitter" else None
-                return ScheduleHook(d, Schedule(doc), asynchronous=mode != "sync", comm=comm).register(d)
+                return ScheduleHook(d, Schedule(doc), asynchronous=mode != "sync", comm=comm,
+                                    lanes=2 if mode == "lanes" else 1).register(d)
             params, hook = train(rank, steps, attach)
             runs[mode] = {"params": params, "bytes": hook.bytes_sent_per_step, "state": _state(hook)}
         out.append(runs)

@@ -5,7 +5,8 @@ Claims:
   rounds asynchronously — chained on the completion of the previous round — gives bit-identical
   parameters, residuals, DGC velocities and PowerSGD warm-start Qs to running them synchronously
   inside the hook, and sends the same bytes; also when every collective completes after a random
-  delay (rounds and buckets completing out of issue order);
+  delay (rounds and buckets completing out of issue order), and with buckets taking turns on two
+  process groups (lanes=2);
 - the hook does not wait for its collectives: with the transport holding every completion back
   until the last bucket of the step has reached the hook, every bucket reaches the hook (backward
   goes on computing later buckets) while none of the step's collectives has completed — a property
@@ -67,7 +68,7 @@ def test_async_rounds_are_bit_identical_to_sync_for_every_method():
         for k, runs in enumerate(per_doc):
             label = f"rank {rank}, schedule {k} ({SETTINGS[k] if k < len(SETTINGS) else 'mixed'})"
             sync = runs["sync"]
-            for mode in ("async", "jitter"):
+            for mode in ("async", "jitter", "lanes"):
                 got = runs[mode]
                 assert _equal(got["params"], sync["params"]), (label, mode)
                 assert got["bytes"] == sync["bytes"], (label, mode)
