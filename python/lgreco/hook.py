@@ -28,7 +28,8 @@ per extra power iteration; decoding and error feedback when a round's collective
 backward keeps computing later buckets while an earlier bucket's collectives are in flight. Every
 rank must issue the same collectives in the same order (gloo matches them by sequence), so a bucket
 issues its rounds only while it holds the turn: buckets take turns in the order DDP hands them to
-the hook, and a bucket passes the turn on once it has issued its last collective. A bucket's
+the hook, and a bucket passes the turn on once it has issued its last collective (with lanes=k,
+bucket i takes turns on process group i mod k, one turn order per group). A bucket's
 arithmetic is written once (a generator of rounds): `asynchronous=False` runs the same rounds inside
 the hook call, waiting for each, with bit-identical results. `bytes_sent_per_step[step]` is the number of bytes this
 rank handed to collectives as its own contribution during that step; it must equal
