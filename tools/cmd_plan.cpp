@@ -15,6 +15,7 @@
 #include "pipeline/predict.hpp"
 #include "sim/replay_trace_source.hpp"
 #include "planner/plan.hpp"
+#include "planner/plan_json.hpp"
 #include "planner/schedule.hpp"
 #include "planner/tables.hpp"
 #include "tools/args.hpp"
@@ -96,25 +97,8 @@ PlanOptions plan_options(const Flags& f, const ArgParser& p, Json& config) {
   if (p.given("--forward-time")) o.forward_s = flag_value("--forward-time", [&] { return units::parse_seconds(f.forward); });
   const double latency_s = flag_value("--latency", [&] { return units::parse_seconds(f.latency); });
   if (latency_s < 0) throw UsageError("--latency " + f.latency + ": expected a duration >= 0");
-  const char* kinds[] = {"alpha", "error", "bytes", "time"};
-  Json pins = Json::object();
-  for (const auto& [n, m] : o.pins) pins[n] = kernels::method_to_json(m);
-  config = {{"engine", f.engine},
-            {"budget", {{"kind", kinds[static_cast<int>(o.budget.kind)]}, {"value", o.budget.value}}},
-            {"include", o.include_re ? Json(*o.include_re) : Json(nullptr)},
-            {"exclude", o.exclude_re ? Json(*o.exclude_re) : Json(nullptr)},
-            {"excluded_layers_stay_at", "default"},
-            {"pins", pins},
-            {"min_compression_rate", o.min_compression_rate ? Json(*o.min_compression_rate) : Json(nullptr)},
-            {"max_layer_error", o.max_layer_error ? Json(*o.max_layer_error) : Json(nullptr)},
-            {"reference_buckets", o.reference.buckets},
-            {"time_grid", o.time.grid},
-            {"max_front", o.front.max_front},
-            {"epsilon", o.front.epsilon},
-            {"forward_time_s", o.forward_s},
-            {"network", o.bandwidth_Bps ? Json{{"model", "ring"}, {"bandwidth_Gbps", units::Bps_to_gbps(*o.bandwidth_Bps)},
-                                               {"latency_us", units::s_to_us(latency_s)}}
-                                        : Json(nullptr)}};
+  // The recorded form is the one the planner reads back (planner/plan_json.hpp), e.g. online.
+  config = plan_options_to_json(o, o.bandwidth_Bps ? ring_network_json(*o.bandwidth_Bps, latency_s) : Json(nullptr));
   return o;
 }
 

@@ -11,6 +11,7 @@ schemas/schedule.schema.json is present, also against that JSON Schema.
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import json
 import math
 import pathlib
@@ -74,6 +75,32 @@ class Schedule:
             raise ScheduleError(f"schedule {path}: malformed JSON: {e}") from None
         validate_with_schema(doc, str(path))
         return cls(doc, str(path))
+
+    def with_phase(self, phase: Mapping[str, Any]) -> "Schedule":
+        """A new schedule: this one with its last phase, which must be open, ended at the new phase's
+        start_step (> its own start), and the new phase (a phase document, e.g. from lgreco's planner)
+        appended. Only the new phase is parsed."""
+        last = self.phases[-1]
+        start = phase.get("start_step") if isinstance(phase, dict) else None
+        if last.end_step is not None:
+            raise ScheduleError(f"{self.source}: cannot append a phase: the last phase '{last.label}' is closed "
+                                f"(ends at step {last.end_step})")
+        if not isinstance(start, int) or isinstance(start, bool) or start <= last.start_step:
+            raise ScheduleError(f"{self.source}: appended phase's start_step = {start!r}, expected an integer > "
+                                f"{last.start_step} (the start of the open phase '{last.label}')")
+        closed = dataclasses.replace(last, end_step=start)
+        version = int(self.doc.get("schema_version", 1))
+        new = _parse_phase(phase, len(self.phases), len(self.phases) + 1, closed, version, self.source)
+        doc = dict(self.doc)
+        raw = [dict(p) for p in doc["phases"]]
+        raw[-1]["end_step"] = start
+        doc["phases"] = raw + [phase]
+        out = Schedule.__new__(Schedule)
+        out.source, out.doc, out.seed, out.world_size, out.parameters = (self.source, doc, self.seed, self.world_size,
+                                                                         self.parameters)
+        out.phases = self.phases[:-1] + [closed, new]
+        out._starts = [p.start_step for p in out.phases]
+        return out
 
     def phase_at(self, step: int) -> Optional[Phase]:
         i = bisect.bisect_right(self._starts, step) - 1
@@ -173,46 +200,51 @@ def _parse_phases(doc: Mapping[str, Any], source: str) -> List[Phase]:
         raise ScheduleError(f"{source}: field 'phases' must be a non-empty array")
     phases: List[Phase] = []
     for i, ph in enumerate(raw):
-        w = f"phases[{i}]"
-        if not isinstance(ph, dict):
-            raise ScheduleError(f"{source}: field '{w}' must be an object")
-        unknown = set(ph) - _PHASE_KEYS
-        if unknown:
-            raise ScheduleError(f"{source}: {w}: unknown key(s) {sorted(unknown)}")
-        start = _int(source, f"{w}.start_step", ph.get("start_step"))
-        end = ph.get("end_step")
-        if end is not None:
-            _int(source, f"{w}.end_step", end)
-            if end <= start:
-                raise ScheduleError(f"{source}: field '{w}.end_step' = {end}, expected > start_step {start}")
-        elif i != len(raw) - 1:
-            raise ScheduleError(f"{source}: field '{w}.end_step' is null but it is not the last phase")
-        if phases and start != phases[-1].end_step:
-            raise ScheduleError(f"{source}: field '{w}.start_step' = {start}, expected {phases[-1].end_step} "
-                                "(phases must be contiguous and in order)")
-        layers = ph.get("layers")
-        if not isinstance(layers, dict) or not layers:
-            raise ScheduleError(f"{source}: field '{w}.layers' must be a non-empty object")
-        parsed = {name: parse_method(m, f"{source}: {w}.layers['{name}']") for name, m in layers.items()}
-        pred = ph.get("predicted") or {}
-        if not isinstance(pred, dict):
-            raise ScheduleError(f"{source}: field '{w}.predicted' must be an object")
-        pb = pred.get("bytes_per_step")
-        if isinstance(pb, float) and pb.is_integer():
-            pb = int(pb)  # the schema types byte counts as JSON numbers; 77528.0 is 77528
-        if pb is not None:
-            _int(source, f"{w}.predicted.bytes_per_step", pb)
-        label = ph.get("label", "")
-        if not isinstance(label, str):
-            raise ScheduleError(f"{source}: field '{w}.label' = {label!r}, expected a string")
-        wire = ph.get("wire")
-        if version == 2:
-            if wire is not None and (not isinstance(wire, dict) or set(wire) != set(parsed)):
-                raise ScheduleError(f"{source}: field '{w}.wire' must give the wire plan of every parameter of the phase")
-        elif wire is not None:
-            raise ScheduleError(f"{source}: field '{w}.wire' needs schema_version 2")
-        phases.append(Phase(start, end, label, parsed, pb, wire))
+        phases.append(_parse_phase(ph, i, len(raw), phases[-1] if phases else None, version, source))
     return phases
+
+
+def _parse_phase(ph: Any, i: int, count: int, prev: Optional[Phase], version: int, source: str) -> Phase:
+    """Phase i of `count`, following `prev` (None for the first)."""
+    w = f"phases[{i}]"
+    if not isinstance(ph, dict):
+        raise ScheduleError(f"{source}: field '{w}' must be an object")
+    unknown = set(ph) - _PHASE_KEYS
+    if unknown:
+        raise ScheduleError(f"{source}: {w}: unknown key(s) {sorted(unknown)}")
+    start = _int(source, f"{w}.start_step", ph.get("start_step"))
+    end = ph.get("end_step")
+    if end is not None:
+        _int(source, f"{w}.end_step", end)
+        if end <= start:
+            raise ScheduleError(f"{source}: field '{w}.end_step' = {end}, expected > start_step {start}")
+    elif i != count - 1:
+        raise ScheduleError(f"{source}: field '{w}.end_step' is null but it is not the last phase")
+    if prev is not None and start != prev.end_step:
+        raise ScheduleError(f"{source}: field '{w}.start_step' = {start}, expected {prev.end_step} "
+                            "(phases must be contiguous and in order)")
+    layers = ph.get("layers")
+    if not isinstance(layers, dict) or not layers:
+        raise ScheduleError(f"{source}: field '{w}.layers' must be a non-empty object")
+    parsed = {name: parse_method(m, f"{source}: {w}.layers['{name}']") for name, m in layers.items()}
+    pred = ph.get("predicted") or {}
+    if not isinstance(pred, dict):
+        raise ScheduleError(f"{source}: field '{w}.predicted' must be an object")
+    pb = pred.get("bytes_per_step")
+    if isinstance(pb, float) and pb.is_integer():
+        pb = int(pb)  # the schema types byte counts as JSON numbers; 77528.0 is 77528
+    if pb is not None:
+        _int(source, f"{w}.predicted.bytes_per_step", pb)
+    label = ph.get("label", "")
+    if not isinstance(label, str):
+        raise ScheduleError(f"{source}: field '{w}.label' = {label!r}, expected a string")
+    wire = ph.get("wire")
+    if version == 2:
+        if wire is not None and (not isinstance(wire, dict) or set(wire) != set(parsed)):
+            raise ScheduleError(f"{source}: field '{w}.wire' must give the wire plan of every parameter of the phase")
+    elif wire is not None:
+        raise ScheduleError(f"{source}: field '{w}.wire' needs schema_version 2")
+    return Phase(start, end, label, parsed, pb, wire)
 
 
 def make_schedule(phases: Sequence[Tuple[int, Optional[int], str, Mapping[str, Mapping[str, Any]]]],
