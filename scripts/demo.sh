@@ -11,10 +11,10 @@ TOPO=4x8xA100-1x25G
 mkdir -p "$OUT"
 "$LGRECO" info
 echo
-echo "== 1/4 synthesise a ResNet-50 gradient trace (2 bursts x 10 steps, low-rank + noise, compute times at 100 TFLOP/s)"
-# --rank-terms 4, Gaussian noise and no deflate keep the synthesis to a few seconds per step.
+echo "== 1/4 synthesise a ResNet-50 gradient trace (2 bursts x 10 steps, statistics of recorded traces, compute times at 100 TFLOP/s)"
+# The measured profile (docs/synthetic-traces.md); no deflate keeps the synthesis to a few seconds per step.
 "$LGRECO" trace synth --model resnet50 --steps 20 --burst-length 10 --burst-spacing 1000 --seed 1 \
-  --rank-terms 4 --tail 0 --deflate 0 --compute-tflops 100 -o "$OUT/resnet50.h5" --force
+  --deflate 0 --compute-tflops 100 -o "$OUT/resnet50.h5" --force
 echo
 echo "== 2/4 closed-loop replay and plan: PowerSGD, default rank 4, on $TOPO"
 "$LGRECO" plan --trace "$OUT/resnet50.h5" --family powersgd --default rank=4 --topology "$TOPO" \
