@@ -19,6 +19,7 @@
 #include "tools/command.hpp"
 #include "tools/loop_args.hpp"
 #include "tools/plan_report.hpp"
+#include "tools/ranks.hpp"
 
 namespace lgreco::cli {
 namespace {
@@ -134,7 +135,9 @@ int run_plan_trace(const std::vector<std::string>& args) {
     o.plan.kernel_time = pipeline::kernel_time_fn(kernel_time, *cluster);
     o.gpu = cluster->gpu;
   }
+  o.engine = ranks().engine;
   const pipeline::LoopResult r = pipeline::run_closed_loop(a.trace, o, cluster ? cluster->cost.get() : nullptr, stderr_progress());
+  if (const auto note = layout_note(r.replay_layout); !note.empty()) std::cerr << "lgreco: note: " << note << "\n";
   Json config = pipeline::loop_config(o, r);
   config["trace"] = a.trace;
   config["threads"] = req.threads_requested;

@@ -1,5 +1,6 @@
 #include "tools/loop_args.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include <unistd.h>
@@ -8,6 +9,7 @@
 #include "core/units.hpp"
 #include "kernels/method_json.hpp"
 #include "sim/replay_pool.hpp"
+#include "tools/ranks.hpp"
 
 namespace lgreco::cli {
 
@@ -26,7 +28,7 @@ void add_loop_options(ArgParser& p, LoopArgs& a, bool trace_required) {
            "candidate error: power (5 seeded subspace iterations on A), exact (singular values), trajectory "
            "(each candidate run over the window with its own residual); default power");
   p.option("--backend", &a.backend, "NAME", "kernels: auto (CUDA when a device is there), cpu or cuda (default auto)");
-  p.option("--threads", &a.threads, "N", "worker threads (default: all cores)");
+  p.option("--threads", &a.threads, "N", "worker threads (default: all cores; under MPI, each rank its share of its machine's)");
   p.option("--memory-limit", &a.memory_limit, "SIZE",
            "run layers in parallel only while their buffers (estimated at 32 bytes per element) fit in SIZE, "
            "e.g. 8GiB; 0 = no limit (default: half the physical memory)");
@@ -97,7 +99,9 @@ LoopRequest resolve_loop_options(const LoopArgs& a) {
     if (t < 1 || t > 4096) throw UsageError("--threads: expected an integer in [1, 4096], got '" + a.threads + "'");
     req.threads_requested = static_cast<int>(t);
   }
-  o.threads = sim::resolve_threads(req.threads_requested);
+  // Ranks on one machine share its cores: by default each takes its share (tools/ranks.hpp).
+  o.threads = req.threads_requested > 0 ? sim::resolve_threads(req.threads_requested)
+                                        : std::max(1u, sim::resolve_threads(0) / static_cast<unsigned>(std::max(1, ranks().on_node)));
   if (a.memory_limit.empty()) {
     o.memory_limit_bytes = default_memory_limit_bytes();
   } else {
