@@ -185,7 +185,7 @@ class DistributedReplayer : public WindowReplayer {
     q.options = options;
     q.measured = !sets.empty();
     q.sets = std::move(sets);
-    split_ = split_layers(layer_costs(source, q.sets, options), comm_.size());
+    split_ = split_layers(layer_costs(source.layers(), source.steps().size(), q.sets, options), comm_.size());
     q.rank_of.assign(split_.rank_of.begin(), split_.rank_of.end());
     threads_ = options.threads;
     std::string msg = encode_open(q);
@@ -348,10 +348,9 @@ int serve(Communicator& comm, const SourceOpener& open) {
 
 }  // namespace
 
-std::vector<double> layer_costs(const sim::GradientSource& source, const std::vector<sim::CandidateSet>& candidates,
-                                const sim::ReplayOptions& options) {
-  const auto& layers = source.layers();
-  const double rows = static_cast<double>(source.steps().size());
+std::vector<double> layer_costs(const std::vector<sim::SourceLayer>& layers, std::size_t row_count,
+                                const std::vector<sim::CandidateSet>& candidates, const sim::ReplayOptions& options) {
+  const double rows = static_cast<double>(row_count);
   const double windows = static_cast<double>(std::max<std::size_t>(1, options.windows_total));
   const bool trajectory = options.mode == sim::ErrorMode::kTrajectory;
   std::vector<double> cost;

@@ -43,8 +43,8 @@ namespace lgreco::pipeline {
 /// = the layer's candidate count (0 when measuring nothing), windows = options.windows_total (at
 /// least 1): a candidate costs one compression of the measurement matrix per window (power, exact)
 /// or its own run over the window's rows (trajectory).
-std::vector<double> layer_costs(const sim::GradientSource& source, const std::vector<sim::CandidateSet>& candidates,
-                                const sim::ReplayOptions& options);
+std::vector<double> layer_costs(const std::vector<sim::SourceLayer>& layers, std::size_t rows,
+                                const std::vector<sim::CandidateSet>& candidates, const sim::ReplayOptions& options);
 
 /// Layers assigned to ranks.
 struct LayerSplit {

@@ -183,7 +183,7 @@ TEST_CASE("layer cost: task bytes times the passes over the layer's data", "[pip
   opt.windows_total = 2;
   for (auto mode : {sim::ErrorMode::kPower, sim::ErrorMode::kTrajectory}) {
     opt.mode = mode;
-    const auto cost = pipeline::layer_costs(src, sets, opt);
+    const auto cost = pipeline::layer_costs(src.layers(), 6, sets, opt);
     for (std::size_t l = 0; l < cost.size(); ++l) {
       const double c = static_cast<double>(sets[l].candidates.size());
       // 6 rows with the setting in force; each candidate once per window (2) or over every row (6).
@@ -191,7 +191,7 @@ TEST_CASE("layer cost: task bytes times the passes over the layer's data", "[pip
       CHECK(cost[l] == sim::layer_task_bytes(src.layers()[l].numel) * passes);
     }
   }
-  CHECK(pipeline::layer_costs(src, {}, opt)[0] == sim::layer_task_bytes(src.layers()[0].numel) * 6);
+  CHECK(pipeline::layer_costs(src.layers(), 6, {}, opt)[0] == sim::layer_task_bytes(src.layers()[0].numel) * 6);
 }
 
 TEST_CASE("wire: measurements and failures arrive as they left", "[pipeline][distributed]") {
@@ -310,7 +310,7 @@ TEST_CASE("distributed failures: every rank throws the same exception, whichever
   for (const auto& l : mem.layers()) sets.push_back(sim::make_candidates(o.family, o.defaults, l.shape, o.ranges));
   sim::ReplayOptions ro;
   ro.windows_total = 3;
-  const auto split = pipeline::split_layers(pipeline::layer_costs(file, sets, ro), 3);
+  const auto split = pipeline::split_layers(pipeline::layer_costs(file.layers(), file.steps().size(), sets, ro), 3);
 
   SECTION("a NaN in one layer names the file, the layer and the step on every rank") {
     for (int owner = 0; owner < 3; ++owner) {
