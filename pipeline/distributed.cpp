@@ -5,7 +5,7 @@
 //     stop:   u8 ok, then i32 exit code, or a failure
 //   all → rank 0 (gather), after open and window: u8 ok, then the payload or a failure;
 //     window payload: u64 n, n × (u64 layer, LayerWindow), f64 grad_bytes, f64 peak_task_bytes,
-//                     u32 peak_tasks, f64 busy_s
+//                     u32 peak_tasks, f64 busy_s, f64 max_rss_bytes
 #include "pipeline/distributed.hpp"
 
 #include <algorithm>
@@ -13,6 +13,8 @@
 #include <map>
 #include <numeric>
 #include <optional>
+
+#include <sys/resource.h>
 
 #include "core/error.hpp"
 #include "pipeline/distributed_wire.hpp"
@@ -24,6 +26,13 @@ namespace {
 enum class Cmd : std::uint8_t { kOpen = 1, kWindow = 2, kStop = 3 };
 
 double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+// Peak resident memory of this process so far (Linux reports ru_maxrss in KiB).
+double max_rss_bytes() {
+  struct rusage u {};
+  getrusage(RUSAGE_SELF, &u);
+  return 1024.0 * static_cast<double>(u.ru_maxrss);
+}
 
 // FNV-1a over the layers' names and sizes: every rank must see the same layers.
 std::uint64_t fingerprint(const std::vector<sim::SourceLayer>& layers) {
@@ -149,6 +158,7 @@ class LocalPart {
     out.pod(replay_->peak_task_bytes());
     out.pod(replay_->peak_tasks());
     out.pod(busy_s_);
+    out.pod(max_rss_bytes());
     return out.bytes();
   }
 
@@ -162,7 +172,7 @@ class LocalPart {
 };
 
 struct RankStats {
-  double grad_bytes = 0, peak_task_bytes = 0, busy_s = 0;
+  double grad_bytes = 0, peak_task_bytes = 0, busy_s = 0, max_rss_bytes = 0;
   unsigned peak_tasks = 0;
 };
 
@@ -240,6 +250,7 @@ class DistributedReplayer : public WindowReplayer {
       s.peak_task_bytes = rd.pod<double>();
       s.peak_tasks = rd.pod<unsigned>();
       s.busy_s = rd.pod<double>();
+      s.max_rss_bytes = rd.pod<double>();
       rd.done();
     }
     if (std::find(filled.begin(), filled.end(), false) != filled.end()) throw Error("distributed replay: a layer had no answer");
@@ -269,7 +280,8 @@ class DistributedReplayer : public WindowReplayer {
                               {"estimated_cost_share", total > 0 ? split_.cost[r] / total : 0.0},
                               {"busy_s", stats_[r].busy_s},
                               {"grad_bytes", stats_[r].grad_bytes},
-                              {"peak_concurrent_layer_bytes", stats_[r].peak_task_bytes}});
+                              {"peak_concurrent_layer_bytes", stats_[r].peak_task_bytes},
+                              {"max_rss_bytes", stats_[r].max_rss_bytes}});
     }
     const double busy_mean = busy_sum / static_cast<double>(std::max<std::size_t>(1, split_.layers.size()));
     return Json{{"engine", "mpi"},

@@ -137,7 +137,7 @@ int run_plan_trace(const std::vector<std::string>& args) {
   }
   o.engine = ranks().engine;
   const pipeline::LoopResult r = pipeline::run_closed_loop(a.trace, o, cluster ? cluster->cost.get() : nullptr, stderr_progress());
-  if (const auto note = layout_note(r.replay_layout); !note.empty()) std::cerr << "lgreco: note: " << note << "\n";
+  print_layout_note(r.replay_layout);
   Json config = pipeline::loop_config(o, r);
   config["trace"] = a.trace;
   config["threads"] = req.threads_requested;

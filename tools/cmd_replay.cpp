@@ -60,7 +60,7 @@ int run_replay(const std::vector<std::string>& args) {
   opt.progress = stderr_progress();
   opt.engine = ranks().engine;
   const pipeline::ScheduleReplay rep = pipeline::replay_schedule(*source, sched, schedule, opt);
-  if (const auto note = layout_note(rep.replay_layout); !note.empty()) std::cerr << "lgreco: note: " << note << "\n";
+  print_layout_note(rep.replay_layout);
 
   Json out_phases = Json::array();
   std::size_t steps = 0;

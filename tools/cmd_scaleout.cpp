@@ -79,20 +79,29 @@ int run_scaleout(const std::vector<std::string>& args) {
   sim::ReplayOptions ro;
   ro.mode = o.error_mode;
   ro.threads = o.threads;
-  ro.windows_total = sim::plan_windows(steps, o.windows).windows.size();
+  const auto windows = sim::plan_windows(steps, o.windows).windows;
+  ro.windows_total = windows.size();
+  // State carries from a window to the next within a burst: each rank then keeps its layers' residuals.
+  const bool carries = std::any_of(windows.begin() + (windows.empty() ? 0 : 1), windows.end(), [](const sim::Window& w) { return !w.starts_burst; });
   const auto cost = pipeline::layer_costs(layers, steps.size(), sets, ro);
   const double total = std::accumulate(cost.begin(), cost.end(), 0.0);
 
   Json rows = Json::array();
   for (int n : rank_counts) {
     const auto split = pipeline::split_layers(cost, n);
-    // Replay memory of a rank: its `threads` largest layer tasks at once (the memory limit aside).
+    // Replay memory of a rank: the fp32 residuals it carries between windows (every element of its
+    // layers, when a burst continues) plus its `threads` largest layer tasks at once (memory limit aside).
     double memory = 0;
     for (const auto& mine : split.layers) {
       std::vector<double> b;
-      for (std::size_t l : mine) b.push_back(sim::layer_task_bytes(layers[l].numel));
+      double carried = 0;
+      for (std::size_t l : mine) {
+        b.push_back(sim::layer_task_bytes(layers[l].numel));
+        carried += carries ? 4.0 * static_cast<double>(layers[l].numel) : 0.0;
+      }
       std::sort(b.rbegin(), b.rend());
-      memory = std::max(memory, std::accumulate(b.begin(), b.begin() + static_cast<long>(std::min<std::size_t>(b.size(), o.threads)), 0.0));
+      const auto running = static_cast<long>(std::min<std::size_t>(b.size(), o.threads));
+      memory = std::max(memory, carried + std::accumulate(b.begin(), b.begin() + running, 0.0));
     }
     const double max_cost = *std::max_element(split.cost.begin(), split.cost.end());
     Json row{{"ranks", n},
@@ -123,6 +132,9 @@ int run_scaleout(const std::vector<std::string>& args) {
   std::printf("%s: %zu layers, %zu steps in %zu window(s), family %s, error mode %s; estimated cost %.4g byte-passes%s\n",
               name.c_str(), layers.size(), steps.size(), ro.windows_total, sim::to_string(o.family).c_str(),
               sim::to_string(o.error_mode).c_str(), total, has_rate ? "; times are projections, not measurements" : "");
+  std::printf("rank memory: the fp32 residuals a rank carries between windows%s plus its threads' largest layer tasks "
+              "(32 bytes per element)\n",
+              carries ? " (4 bytes per element of its layers)" : " (none here: no window continues a burst)");
   std::printf("%7s %8s %9s %12s %14s %14s\n", "ranks", "threads", "max/mean", "max share", "rank memory", "projected");
   for (const auto& r : rows) {
     std::printf("%7d %8u %9.3f %11.1f%% %14s %14s\n", r["ranks"].get<int>(), r["threads_per_rank"].get<unsigned>(),

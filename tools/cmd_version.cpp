@@ -19,7 +19,6 @@ int run_info(const std::vector<std::string>& args) {
   const Json prov = provenance_json();
   if (fmt == Format::kJson) {
     std::cout << Json{{"schema_version", 1}, {"kind", "lgreco-info"}, {"mpi", pipeline::MpiSession::available()}, {"provenance", prov}}.dump(2)
-              << "\n  mpi        " << (pipeline::MpiSession::available() ? "compiled in (scale-out under mpirun/srun)" : "not compiled")
               << "\n";
   } else {
     std::cout << "lgreco " << build_info::version() << "\n  git        " << build_info::git_sha() << "\n  build      "

@@ -113,7 +113,7 @@ int run_whatif(const std::vector<std::string>& args) {
   if (!a.trace.empty()) {
     o.engine = ranks().engine;
     r = pipeline::run_closed_loop(a.trace, o, base.cost.get(), stderr_progress());
-    if (const auto note = layout_note(r.replay_layout); !note.empty()) std::cerr << "lgreco: note: " << note << "\n";
+    print_layout_note(r.replay_layout);
   } else {
     // Tables computed earlier: plan their last window as the closed loop's final plan.
     r.tables = planner::read_tables(tables);

@@ -31,7 +31,7 @@ void add_loop_options(ArgParser& p, LoopArgs& a, bool trace_required) {
   p.option("--threads", &a.threads, "N", "worker threads (default: all cores; under MPI, each rank its share of its machine's)");
   p.option("--memory-limit", &a.memory_limit, "SIZE",
            "run layers in parallel only while their buffers (estimated at 32 bytes per element) fit in SIZE, "
-           "e.g. 8GiB; 0 = no limit (default: half the physical memory)");
+           "e.g. 8GiB; 0 = no limit (default: half the physical memory; under MPI, per rank)");
   p.option("--seed", &a.seed, "N", "run seed: random streams and the measurement start (default 0)");
   p.option("--warmup-steps", &a.warmup, "N", "uncompressed warm-up steps of the schedule (default: the trace's first step)");
   p.option("--period", &a.period, "N", "longest window, in steps (default 1000); bursts are cut into windows of this length");

@@ -35,4 +35,11 @@ std::string layout_note(const Json& layout) {
   return buf;
 }
 
+void print_layout_note(const Json& layout) {
+  const std::string note = layout_note(layout);
+  if (note.empty()) return;
+  const std::string line = "lgreco: note: " + note + "\n";
+  std::fwrite(line.data(), 1, line.size(), stderr);
+}
+
 }  // namespace lgreco::cli

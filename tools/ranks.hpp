@@ -28,4 +28,8 @@ bool started_by_mpi_launcher(int* size);
 /// or "" for one process.
 std::string layout_note(const Json& layout);
 
+/// Prints "lgreco: note: <layout_note>" on stderr in one write (launchers interleave separate
+/// writes of different ranks); nothing for one process.
+void print_layout_note(const Json& layout);
+
 }  // namespace lgreco::cli

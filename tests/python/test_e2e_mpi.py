@@ -33,7 +33,9 @@ def mpirun(np_, *args, tag=True):
     long stdout documents, so JSON on stdout is read untagged: only rank 0 prints it)."""
     launcher = shutil.which("mpirun")
     assert launcher, "the build has MPI but mpirun is missing (scripts/install-deps.sh installs openmpi-bin)"
-    cmd = [launcher, "-np", str(np_), "--oversubscribe"] + (["--tag-output"] if tag else [])
+    # No single-copy shared-memory transfers: containers often forbid the ptrace access they need.
+    cmd = [launcher, "-np", str(np_), "--oversubscribe", "--mca", "btl_vader_single_copy_mechanism", "none"]
+    cmd += ["--tag-output"] if tag else []
     if os.geteuid() == 0:
         cmd.append("--allow-run-as-root")
     return cmd + [lgreco_bin(), *map(str, args)]
