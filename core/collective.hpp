@@ -13,7 +13,7 @@ enum class Collective { kAllreduce, kAllgather, kReduceScatter, kBroadcast };
 /// "allreduce", "allgather", "reducescatter", "broadcast".
 const char* to_string(Collective c);
 
-/// Parses the names above (also "reduce_scatter"); ConfigError listing them otherwise.
+/// Parses the names above (also nccl-tests' all_reduce, all_gather, reduce_scatter); ConfigError listing them otherwise.
 Collective parse_collective(std::string_view name);
 
 }  // namespace lgreco

@@ -96,7 +96,7 @@ constexpr ParamInfo choice_param(const char* name, const char* meaning, std::spa
 #define LGRECO_GET(expr) [](const MethodSpec& s) -> ParamValue { return expr; }
 
 constexpr std::array<ParamInfo, 6> kPowerSgdParams{
-    int_param("rank", "target rank r of P (n×r) and Q (m×r); 0 sends nothing", 0, 1 << 20,
+    int_param("rank", "target rank r of P (n×r) and Q (m×r); 0 sends nothing", 0, 1 << 16,
               LGRECO_SET(s.powersgd.rank = static_cast<int>(as_int(v))), LGRECO_GET(std::int64_t{s.powersgd.rank})),
     int_param("power_iterations", "subspace iterations per step; each allreduces P and Q once", 1, 16,
               LGRECO_SET(s.powersgd.power_iterations = static_cast<int>(as_int(v))),

@@ -152,6 +152,7 @@ WirePlan wire_plan(const MethodSpec& spec, std::span<const std::int64_t> shape, 
       break;
     case Method::kQsgd: {
       const int b = spec.qsgd.encoding == QsgdEncoding::kElias ? qsgd_elias_max_bits(spec.qsgd.levels) : qsgd_code_bits(spec.qsgd.levels);
+      plan.code_bits = b;
       allgather(ceil_div(N * static_cast<std::uint64_t>(b), 8) + 4 * per_bucket(spec.qsgd.bucket_size));
       break;
     }
@@ -160,13 +161,21 @@ WirePlan wire_plan(const MethodSpec& spec, std::span<const std::int64_t> shape, 
         plan.raw = true;
         allgather(4 * N);
       } else {
+        plan.code_bits = spec.maxmin.bits;
         allgather(ceil_div(static_cast<std::uint64_t>(spec.maxmin.bits) * N, 8) + 8 * per_bucket(spec.maxmin.bucket_size));
       }
       break;
-    case Method::kSign: allgather(ceil_div(N, 8) + 4 * per_bucket(spec.sign.bucket_size)); break;
-    case Method::kTernGrad: allgather(ceil_div(2 * N, 8) + 4); break;
+    case Method::kSign:
+      plan.code_bits = 1;
+      allgather(ceil_div(N, 8) + 4 * per_bucket(spec.sign.bucket_size));
+      break;
+    case Method::kTernGrad:
+      plan.code_bits = 2;
+      allgather(ceil_div(2 * N, 8) + 4);
+      break;
     case Method::kNuqsgd: {
       const int b = nuqsgd_code_bits(spec.nuqsgd.levels);
+      plan.code_bits = b;
       allgather(ceil_div(N * static_cast<std::uint64_t>(b), 8) + 4 * per_bucket(spec.nuqsgd.bucket_size));
       break;
     }

@@ -66,7 +66,8 @@ struct WirePlan {
   MatrixView view;                              ///< powersgd: the matrix view and rule
   std::uint64_t k = 0;                          ///< topk / randomk: entries on the wire
   TopkEncoding encoding = TopkEncoding::kAuto;  ///< topk: the encoding used (never kAuto)
-  bool raw = false;                             ///< sent as fp32 values (maxmin N < 16, powersgd uncompressed)
+  bool raw = false;                             ///< sent as fp32 values (none, maxmin N < 16, powersgd uncompressed)
+  int code_bits = 0;                            ///< quantisers: bits per element on the wire (QSGD Elias: the longest code)
 };
 
 /// A range of training steps [from_step, to_step) over which a layer's wire plan is constant

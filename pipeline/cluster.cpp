@@ -1,7 +1,5 @@
 #include "pipeline/cluster.hpp"
 
-#include <cstdio>
-#include <regex>
 
 #include "core/error.hpp"
 #include "core/units.hpp"
@@ -11,44 +9,25 @@
 #include "sim/step_builder.hpp"
 
 namespace lgreco::pipeline {
-namespace {
-
-/// Per-NIC rate in the preset syntax (\d+(\.\d+)?): fixed notation without trailing zeros.
-std::string rate_text(double gbps) {
-  char b[64];
-  std::snprintf(b, sizeof b, "%.4f", gbps);
-  std::string s = b;
-  while (!s.empty() && s.back() == '0') s.pop_back();
-  if (!s.empty() && s.back() == '.') s.pop_back();
-  return s;
-}
-
-}  // namespace
-
 Cluster make_cluster(const std::string& topology, std::optional<int> nodes, std::optional<int> gpus_per_node,
                      std::optional<double> inter_node_Bps, const Json* network_fit, const std::string& fit_origin) {
   net::Topology base = net::resolve_topology(topology);
   const std::string base_name = base.name;
   std::string name = topology;
   if (nodes || gpus_per_node || inter_node_Bps) {
-    // Rebuild as a cluster spec "KxGxGPU-NxRATE(G|GbE)" with the overrides; the per-node bandwidth
-    // is spread over the node's NICs.
-    static const std::regex cluster(R"(^(\d+)x(\d+)x([A-Za-z0-9]+)-(?:(\d+)x)?(\d+(?:\.\d+)?)(G|GbE)$)");
-    std::smatch m;
-    int nics = std::max(1, base.nics_per_host());
-    double nic_gbps = 100;
-    std::string suffix = "G";
-    if (std::regex_match(topology, m, cluster)) {
-      nics = m[4].matched ? std::stoi(m[4]) : 1;
-      nic_gbps = std::stod(m[5]);
-      suffix = m[6];
+    // Rebuild as a cluster spec with the overrides (network_models/presets.hpp); the per-node
+    // bandwidth is spread over the node's NICs.
+    net::ClusterSpec spec = net::parse_cluster_spec(topology).value_or(net::ClusterSpec{});
+    if (spec.gpu.empty()) {  // a named preset or a file: one NIC of 100 Gb/s per node unless overridden
+      spec.nics = std::max(1, base.nics_per_host());
+      spec.nic_gbps = 100;
     }
-    const int k = nodes.value_or(base.hosts());
-    const int g = gpus_per_node.value_or(base.gpus_per_host());
-    if (k < 1 || g < 1) throw ConfigError("topology " + topology + ": node and GPU counts must be >= 1");
-    if (inter_node_Bps) nic_gbps = units::Bps_to_gbps(*inter_node_Bps) / nics;
-    name = std::to_string(k) + "x" + std::to_string(g) + "x" + base.gpu.name + "-" + std::to_string(nics) + "x" +
-           rate_text(nic_gbps) + suffix;
+    spec.gpu = base.gpu.name;
+    spec.hosts = nodes.value_or(base.hosts());
+    spec.gpus_per_host = gpus_per_node.value_or(base.gpus_per_host());
+    if (spec.hosts < 1 || spec.gpus_per_host < 1) throw ConfigError("topology " + topology + ": node and GPU counts must be >= 1");
+    if (inter_node_Bps) spec.nic_gbps = units::Bps_to_gbps(*inter_node_Bps) / spec.nics;
+    name = net::cluster_spec_name(spec);
     base = net::preset_topology(name);
   }
   Cluster c;

@@ -93,8 +93,15 @@ LoopResult run_closed_loop(const sim::GradientSource& source, const LoopOptions&
     const bool continues = k + 1 < wins.size() && !wins[k + 1].starts_burst;
     const auto wm = replay->run_window(wins[k], in_force, continues);
     r.in_force.push_back(in_force);
+    // Delivered error over the same steps the candidates' errors are measured on: the window's last
+    // acc_steps (earlier steps of a burst run with a residual still filling up).
     std::vector<double> delivered;
-    for (const auto& lw : wm.layers) delivered.push_back(lw.applied_error_per_step);
+    for (const auto& lw : wm.layers) {
+      const std::size_t n = lw.step_error.size(), a = std::min<std::size_t>(n, static_cast<std::size_t>(wins[k].acc_steps));
+      double e = 0;
+      for (std::size_t i = n - a; i < n; ++i) e += lw.step_error[i];
+      delivered.push_back(a ? e / static_cast<double>(a) : 0.0);
+    }
     r.delivered_error.push_back(std::move(delivered));
     r.tables.windows.push_back(table_window(wm, layers));
     if (r.compute.source != ComputeSource::kNone)
@@ -167,6 +174,24 @@ Json loop_config(const LoopOptions& o, const LoopResult& r) {
               {"window_notes", r.windows.notes}};
 }
 
+std::vector<Delivered> delivered_errors(const LoopOptions& o, const LoopResult& r) {
+  std::vector<Delivered> out;
+  for (std::size_t k = 0; k < r.delivered_error.size(); ++k) {
+    Delivered d;
+    d.window = k;
+    d.phase = k == 0 ? "uniform" : "plan-" + std::to_string(k - 1);
+    for (double e : r.delivered_error[k]) d.delivered += e;
+    d.predicted = k == 0 ? r.uniform[0].total_error : r.plans[k - 1].total_error;
+    if (o.error_mode == sim::ErrorMode::kTrajectory) {
+      double u = 0;
+      for (const auto& l : r.tables.windows[k].layers) u += l.candidates[static_cast<std::size_t>(l.default_index)].error;
+      d.uniform_same_window = u;
+    }
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
 planner::Schedule loop_schedule(const LoopOptions& o, const LoopResult& r, const Json& config, int world_size) {
   // Phases follow the planner's convention (planner/schedule.hpp), shared with `plan --tables`: the
   // trace's step ids are the training timeline; plan-k is in force from the end of window k.
@@ -175,6 +200,15 @@ planner::Schedule loop_schedule(const LoopOptions& o, const LoopResult& r, const
   s.family = sim::to_string(o.family);
   s.world_size = world_size;
   for (const auto& n : r.windows.notes) s.predicted["warnings"].push_back(n);
+  // What each phase delivered where the trace shows it running (replay with error feedback).
+  for (const Delivered& d : delivered_errors(o, r)) {
+    for (auto& ph : s.phases) {
+      if (ph.label != d.phase) continue;
+      ph.predicted["delivered_error_per_step"] = d.delivered;
+      ph.predicted["delivered_in_window"] = static_cast<int>(d.window);
+      if (d.uniform_same_window) ph.predicted["uniform_error_per_step_same_window"] = *d.uniform_same_window;
+    }
+  }
   const auto problems = planner::check_schedule(s);
   if (!problems.empty()) throw Error("the closed loop built an inconsistent schedule: " + problems.front());
   return s;

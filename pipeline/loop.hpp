@@ -36,7 +36,7 @@ struct LoopOptions {
   sim::CandidateRanges ranges;
   sim::WindowConfig windows;
   std::optional<std::int64_t> schedule_warmup;  ///< warm-up of the schedule (none: the first window's start)
-  sim::ErrorMode error_mode = sim::ErrorMode::kPower;
+  sim::ErrorMode error_mode = sim::ErrorMode::kTrajectory;  ///< the delivered per-step error (docs/replay.md)
   kernels::Backend backend = kernels::Backend::kCpu;
   unsigned threads = 1;                       ///< replay worker threads (≥ 1)
   double memory_limit_bytes = 0;              ///< replay admission limit (sim::ReplayOptions); 0 = none
@@ -64,7 +64,8 @@ struct LoopResult {
   std::vector<planner::WindowPlan> plans;      ///< plans[k] = plan-k, made from tables.windows[k]
   std::vector<planner::WindowPlan> uniform;    ///< the uniform plan evaluated on each window
   std::vector<std::vector<kernels::MethodSpec>> in_force;  ///< per window, per layer: what ran
-  /// Per window, per layer: the mean ‖acc_t − c_t‖_F per step of the setting that ran (delivered error).
+  /// Per window, per layer: the mean ‖acc_t − c_t‖_F per step of the setting that ran, over the
+  /// window's last acc_steps steps (the steps candidates are measured on): the delivered error.
   std::vector<std::vector<double>> delivered_error;
   planner::PlanOptions plan;                   ///< the plan options used (forward_s resolved)
   ComputeModel compute;                        ///< the compute side of the step predictions
@@ -92,6 +93,21 @@ LoopResult run_closed_loop(const sim::GradientSource& source, const LoopOptions&
 /// The same on a trace file; the result's provenance hashes the file (concurrently with the replay).
 LoopResult run_closed_loop(const std::filesystem::path& trace, const LoopOptions& o, const net::CollectiveCost* cost,
                            const Progress& progress = {});
+
+/// What a setting delivered in one replayed window, against what was predicted for it.
+struct Delivered {
+  std::size_t window = 0;          ///< the replayed window
+  std::string phase;               ///< the schedule phase in force there ("uniform", "plan-k")
+  double delivered = 0;            ///< Σ over layers of the mean ‖acc_t − c_t‖_F per step that ran
+  std::optional<double> predicted; ///< the plan's total error, from the window before (plan-k: window k)
+  /// Σ of the uniform default's errors measured in the same window; comparable with `delivered`
+  /// only in trajectory mode (the same per-step measure); nullopt otherwise.
+  std::optional<double> uniform_same_window;
+};
+
+/// Per replayed window: the error the setting in force delivered (uniform in window 0, plan-k in
+/// window k+1), what was predicted for it, and the uniform default's error in the same window.
+std::vector<Delivered> delivered_errors(const LoopOptions& o, const LoopResult& r);
 
 /// The resolved configuration recorded in outputs (family, defaults, engine, windows, replay).
 Json loop_config(const LoopOptions& o, const LoopResult& r);

@@ -33,6 +33,8 @@ ComputeModel compute_model(const std::vector<ComputeLayer>& layers, const std::s
     throw ConfigError("achieved fraction " + std::to_string(opt.achieved_fraction) + ": expected 0 < F <= 1");
   if (opt.forward_s && (!(*opt.forward_s >= 0) || !std::isfinite(*opt.forward_s)))
     throw ConfigError("forward time " + std::to_string(*opt.forward_s) + " s: expected a finite value >= 0");
+  if (!(opt.recorded_scale > 0) || !std::isfinite(opt.recorded_scale))
+    throw FieldError("compute_scale", std::to_string(opt.recorded_scale) + ": expected a finite factor > 0");
   if (!(opt.optimizer_s >= 0) || !std::isfinite(opt.optimizer_s))
     throw ConfigError("optimizer time " + std::to_string(opt.optimizer_s) + " s: expected a finite value >= 0");
   ComputeModel c;
@@ -42,7 +44,12 @@ ComputeModel compute_model(const std::vector<ComputeLayer>& layers, const std::s
   for (const auto& l : layers) recorded = recorded && l.recorded_s.has_value();
   if (recorded) {
     c.source = ComputeSource::kRecorded;
-    for (const auto& l : layers) c.backward_s.push_back(*l.recorded_s);
+    for (const auto& l : layers) c.backward_s.push_back(*l.recorded_s * opt.recorded_scale);
+    if (opt.recorded_scale != 1) {
+      char b[64];
+      std::snprintf(b, sizeof b, "%.4g", opt.recorded_scale);
+      c.note = std::string("recorded compute times scaled by ") + b + " (recorded on other hardware than the prediction's)";
+    }
   } else {
     const traces::ModelPreset* preset = nullptr;
     for (const auto& p : traces::model_presets())
@@ -109,6 +116,7 @@ void apply_compute(const ComputeModel& c, planner::Tables& t, planner::PlanOptio
 
 Json compute_json(const ComputeModel& c) {
   Json j{{"source", to_string(c.source)}, {"forward_s", c.forward_s}, {"optimizer_s", c.optimizer_s}};
+  if (c.source == ComputeSource::kRecorded && !c.note.empty()) j["note"] = c.note;
   if (c.source == ComputeSource::kEstimated) {
     j["achieved_fraction"] = c.achieved_fraction;
     j["gpu"] = c.gpu;

@@ -5,7 +5,8 @@
 /// buckets, one communication stream, kernel time, sim/timeline.hpp).
 ///
 /// Compute times, per layer:
-/// - recorded: the trace's (or tables') compute_time_s when every layer has one;
+/// - recorded: the trace's (or tables') compute_time_s when every layer has one, × recorded_scale
+///   when that is not 1 (times recorded on other hardware, with a note);
 /// - estimated: otherwise, when FLOP information is given (a layers file) or the model is a built-in
 ///   preset (traces/presets.hpp) with the same parameters, backward_s = 4·numel·uses_per_sample·batch
 ///   / (F · peak) — the FLOPs at a fraction F (default 0.4) of the GPU's dense 16-bit peak
@@ -53,6 +54,9 @@ struct ComputeOptions {
   std::optional<double> forward_s;         ///< given forward time (else half the backward total)
   double optimizer_s = 0;
   std::optional<FlopSpec> flops;           ///< used instead of a preset when given
+  /// Recorded times × this (> 0): recorded on other hardware than the one predicted (a CPU
+  /// recording of a model to be trained on GPUs: the ratio of the two machines' throughputs).
+  double recorded_scale = 1;
 };
 
 /// One layer as the rule sees it.

@@ -276,6 +276,18 @@ WindowPlan plan_window(const Window& w, const PlanOptions& o, const net::Collect
   };
   apply(r.choice);
   p.status = r.status;
+  if (r.status == PlanStatus::kInfeasible && ks.budget >= 0 && !r.choice.empty()) {
+    // The reference DP rounds every error up to its buckets, so a plan at the budget exactly (the
+    // uniform one at α = 1) can look infeasible: judge the returned (least-error) plan by its real
+    // total. (Relative slack: the sums are the same numbers added in another order.)
+    double e = 0, b = 0;
+    for (std::size_t j = 0; j < order.size(); ++j) {
+      const Candidate& c = w.layers[order[j]].candidates[static_cast<std::size_t>(allowed[order[j]][r.choice[j]])];
+      e += c.error;
+      b += c.bytes;
+    }
+    if ((dual ? b : e) <= ks.budget * (1 + 1e-12)) p.status = PlanStatus::kFeasible;
+  }
   if (o.engine == Engine::kTime) {
     TimeProblem tp;
     tp.model = step_model_of(w, o.forward_s, o.optimizer_s);

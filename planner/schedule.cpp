@@ -6,6 +6,7 @@
 #include <set>
 
 #include "core/error.hpp"
+#include "core/int_math.hpp"
 #include "kernels/method_json.hpp"
 #include "kernels/wire.hpp"
 
@@ -64,6 +65,7 @@ Schedule build_schedule(const Tables& t, const std::vector<WindowPlan>& plans, c
   s.config = std::move(config);
   s.provenance = std::move(provenance);
   const auto& layers0 = W[0].layers;
+  for (const auto& l : layers0) s.parameters.emplace_back(l.name, l.shape);
   double raw_bytes = 0;
   for (const auto& l : layers0) raw_bytes += 4.0 * static_cast<double>(l.numel);
   auto make_phase = [&](std::int64_t start, std::optional<std::int64_t> end, const std::string& label, const Window& w,
@@ -150,13 +152,39 @@ Schedule build_schedule(const Tables& t, const std::vector<WindowPlan>& plans, c
   return s;
 }
 
+Json wire_json(const Schedule& s, const Phase& p) {
+  std::map<std::string, const std::vector<std::int64_t>*> shape_of;
+  for (const auto& [name, shape] : s.parameters) shape_of[name] = &shape;
+  Json out = Json::object();
+  for (const auto& [name, m] : p.layers) {
+    auto it = shape_of.find(name);
+    if (it == shape_of.end()) throw ConfigError("schedule: phase '" + p.label + "' names parameter '" + name + "', which has no shape");
+    const auto& shape = *it->second;
+    Json w = kernels::wire_plan_to_json(kernels::wire_plan(m, shape), m.method);
+    const auto to = p.end_step ? std::optional<std::uint64_t>(static_cast<std::uint64_t>(*p.end_step)) : std::nullopt;
+    const auto stages = kernels::wire_stages(m, shape, static_cast<std::uint64_t>(p.start_step), to);
+    const bool varies = std::any_of(stages.begin(), stages.end(), [&](const kernels::WireStage& st) {
+      return kernels::wire_plan_to_json(st.plan, m.method) != w;
+    });
+    if (varies) {
+      w["stages"] = Json::array();
+      for (const auto& st : stages) w["stages"].push_back(kernels::wire_stage_to_json(st, m.method));
+    }
+    out[name] = std::move(w);
+  }
+  return out;
+}
+
 Json schedule_to_json(const Schedule& s) {
+  const bool v2 = !s.parameters.empty();
   Json phases = Json::array();
   for (const Phase& p : s.phases) {
     Json layers = Json::object();
     for (const auto& [name, m] : p.layers) layers[name] = kernels::method_to_json(m);
-    phases.push_back({{"start_step", p.start_step}, {"end_step", p.end_step ? Json(*p.end_step) : Json(nullptr)},
-                      {"label", p.label}, {"layers", layers}, {"predicted", p.predicted}});
+    Json pj = {{"start_step", p.start_step}, {"end_step", p.end_step ? Json(*p.end_step) : Json(nullptr)},
+               {"label", p.label}, {"layers", layers}, {"predicted", p.predicted}};
+    if (v2) pj["wire"] = wire_json(s, p);
+    phases.push_back(std::move(pj));
   }
   Json buckets = Json::array();
   for (const BucketInfo& b : s.buckets) {
@@ -164,14 +192,21 @@ Json schedule_to_json(const Schedule& s) {
     if (!b.numel.empty()) bj["numel"] = b.numel;
     buckets.push_back(bj);
   }
-  return {{"schema_version", 1}, {"kind", "lgreco-schedule"}, {"model", s.model}, {"world_size", s.world_size},
-          {"family", s.family}, {"engine", s.engine}, {"seed", s.seed}, {"phases", phases}, {"buckets", buckets},
-          {"predicted", s.predicted}, {"config", s.config}, {"provenance", s.provenance}};
+  Json doc = {{"schema_version", v2 ? 2 : 1}, {"kind", "lgreco-schedule"}, {"model", s.model}, {"world_size", s.world_size},
+              {"family", s.family}, {"engine", s.engine}, {"seed", s.seed}, {"phases", phases}, {"buckets", buckets},
+              {"predicted", s.predicted}, {"config", s.config}, {"provenance", s.provenance}};
+  if (v2) {
+    Json params = Json::array();
+    for (const auto& [name, shape] : s.parameters) params.push_back({{"name", name}, {"shape", shape}});
+    doc["parameters"] = std::move(params);
+  }
+  return doc;
 }
 
 Schedule schedule_from_json(const Json& doc, const std::string& origin) {
   JsonObject o(doc, origin);
-  if (o.get<int>("schema_version") != 1) throw ConfigError(origin + ": schema_version must be 1");
+  const int version = o.get<int>("schema_version");
+  if (version != 1 && version != 2) throw ConfigError(origin + ": schema_version " + std::to_string(version) + " is not supported (1 or 2)");
   if (o.get<std::string>("kind") != "lgreco-schedule") throw ConfigError(origin + ": kind must be 'lgreco-schedule'");
   Schedule s;
   s.model = o.get<std::string>("model");
@@ -179,6 +214,19 @@ Schedule schedule_from_json(const Json& doc, const std::string& origin) {
   s.family = o.get<std::string>("family");
   s.engine = o.get<std::string>("engine");
   s.seed = o.get<std::uint64_t>("seed");
+  if (version == 2) {
+    const Json& params = o.require("parameters");
+    if (!params.is_array() || params.empty()) throw ConfigError(origin + ".parameters: expected a non-empty array");
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      JsonObject po(params[i], origin + ": parameters[" + std::to_string(i) + "]");
+      auto name = po.get<std::string>("name");
+      auto shape = po.get<std::vector<std::int64_t>>("shape");
+      if (!shape_numel(shape)) throw ConfigError(po.where() + ".shape: " + Json(shape).dump() + " is not a valid tensor shape");
+      po.finish();
+      s.parameters.emplace_back(std::move(name), std::move(shape));
+    }
+  }
+  std::vector<const Json*> wires;
   const Json& phases = o.require("phases");
   if (!phases.is_array()) throw ConfigError(origin + ".phases: expected an array");
   for (std::size_t i = 0; i < phases.size(); ++i) {
@@ -197,6 +245,7 @@ Schedule schedule_from_json(const Json& doc, const std::string& origin) {
       lo.finish();
       p.layers.emplace_back(it.key(), kernels::method_from_json(it.value(), lw));
     }
+    wires.push_back(version == 2 ? po.find("wire") : nullptr);
     p.predicted = po.require("predicted");
     if (!p.predicted.is_object() || !p.predicted.contains("bytes_per_step") || !p.predicted["bytes_per_step"].is_number()) {
       throw ConfigError(where + ".predicted: expected an object with a number bytes_per_step");
@@ -221,6 +270,35 @@ Schedule schedule_from_json(const Json& doc, const std::string& origin) {
   s.config = o.require("config");
   s.provenance = o.require("provenance");
   o.finish();
+  // Model order everywhere (JSON objects are unordered; format 2 lists the parameters in order).
+  if (!s.parameters.empty()) {
+    std::map<std::string, std::size_t> pos;
+    for (std::size_t i = 0; i < s.parameters.size(); ++i) pos.emplace(s.parameters[i].first, i);
+    for (auto& ph : s.phases) {
+      std::stable_sort(ph.layers.begin(), ph.layers.end(), [&](const auto& a, const auto& b) {
+        const auto pa = pos.find(a.first), pb = pos.find(b.first);
+        return (pa == pos.end() ? pos.size() : pa->second) < (pb == pos.end() ? pos.size() : pb->second);
+      });
+    }
+  }
+  // A format-2 document's wire plans are what the hook will execute: they must be the registry's.
+  // (A phase without wire plans, e.g. edited by hand, gets them from the registry when written.)
+  std::set<std::string> known;
+  for (const auto& [name, shape] : s.parameters) known.insert(name);
+  for (std::size_t i = 0; i < s.phases.size() && version == 2; ++i) {
+    if (!wires[i]) continue;
+    Phase checked = s.phases[i];
+    std::erase_if(checked.layers, [&](const auto& l) { return !known.count(l.first); });  // check_schedule reports them
+    const Json expect = wire_json(s, checked);
+    const Json& given = *wires[i];
+    if (!given.is_object()) throw ConfigError(origin + ": phases[" + std::to_string(i) + "].wire: expected an object");
+    for (auto it = expect.begin(); it != expect.end(); ++it) {
+      if (given.contains(it.key()) && given[it.key()] != it.value())
+        throw InputError(origin + ": phases[" + std::to_string(i) + "].wire['" + it.key() + "'] = " + given[it.key()].dump() +
+                         " disagrees with the registry's " + it.value().dump() + " for its method (a setting edited by hand? "
+                         "remove the phase's \"wire\" to take the registry's)");
+    }
+  }
   return s;
 }
 

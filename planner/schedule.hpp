@@ -47,6 +47,9 @@ struct Schedule {
   int world_size = 1;
   std::string family, engine;
   std::uint64_t seed = 0;
+  /// Every parameter with its shape, in model.parameters() order (format 2; empty for a format-1
+  /// document, which has no wire plans).
+  std::vector<std::pair<std::string, std::vector<std::int64_t>>> parameters;
   std::vector<Phase> phases;
   std::vector<BucketInfo> buckets;
   Json predicted = Json::object(), config = Json::object(), provenance = Json::object();
@@ -57,10 +60,18 @@ struct Schedule {
 Schedule build_schedule(const Tables& t, const std::vector<WindowPlan>& plans, const std::string& engine,
                         std::optional<std::int64_t> warmup_steps, std::uint64_t seed, Json config, Json provenance);
 
-/// Serialises (schema_version 1, kind "lgreco-schedule").
+/// Serialises (kind "lgreco-schedule"). With parameters known: format 2, with "parameters" and for
+/// every phase the wire plan of every parameter (wire_json); otherwise format 1.
 Json schedule_to_json(const Schedule& s);
+/// The wire plans of a phase, keyed by parameter name: kernels::wire_plan_to_json of the steady
+/// state, plus "stages" (kernels::wire_stage_to_json) over the phase's steps when top-k's DGC
+/// warm-up makes any of them differ from the steady state. What the DDP hook executes and checks its bytes against.
+Json wire_json(const Schedule& s, const Phase& p);
 /// Strict structural reading (unknown keys, wrong types → ConfigError naming `origin` and field);
-/// methods are normalised (defaults filled; unknown methods/params are errors).
+/// methods are normalised (defaults filled; unknown methods/params are errors); a format-2 phase's
+/// parameters come in model order (the document's "parameters"). Format 1 and 2;
+/// a format-2 document's wire plans must equal the registry's (InputError naming the phase and
+/// parameter otherwise).
 Schedule schedule_from_json(const Json& doc, const std::string& origin);
 /// Reads a schedule file.
 Schedule read_schedule(const std::string& path);

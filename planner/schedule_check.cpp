@@ -16,6 +16,15 @@ std::vector<std::string> check_schedule(const Schedule& s) {
   for (const auto& p : s.phases) {
     for (const auto& [name, m] : p.layers) all.insert(name);
   }
+  std::set<std::string> declared;
+  for (const auto& [name, shape] : s.parameters) {
+    if (!declared.insert(name).second) issues.push_back("parameter '" + name + "' listed twice in parameters");
+    all.insert(name);
+  }
+  for (const auto& p : s.phases)
+    for (const auto& [name, m] : p.layers)
+      if (!s.parameters.empty() && !declared.count(name))
+        issues.push_back("phase '" + p.label + "': parameter '" + name + "' is not among the schedule's parameters");
   std::map<std::string, int> owner;
   for (const auto& b : s.buckets) {
     for (const auto& name : b.params) {

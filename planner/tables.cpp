@@ -244,20 +244,22 @@ void validate_tables(const Tables& t, const std::string& origin) {
   }
 }
 
+Json candidate_to_json(const Candidate& c) {
+  Json cj = kernels::method_to_json(c.spec);
+  cj["error"] = c.error;
+  cj["bytes"] = c.bytes;
+  cj["collective"] = to_string(c.collective);
+  if (c.kernel_time_s) cj["kernel_time_s"] = *c.kernel_time_s;
+  return cj;
+}
+
 Json tables_to_json(const Tables& t) {
   Json windows = Json::array();
   for (const Window& w : t.windows) {
     Json layers = Json::array();
     for (const LayerTable& l : w.layers) {
       Json cands = Json::array();
-      for (const Candidate& c : l.candidates) {
-        Json cj = kernels::method_to_json(c.spec);
-        cj["error"] = c.error;
-        cj["bytes"] = c.bytes;
-        cj["collective"] = to_string(c.collective);
-        if (c.kernel_time_s) cj["kernel_time_s"] = *c.kernel_time_s;
-        cands.push_back(std::move(cj));
-      }
+      for (const Candidate& c : l.candidates) cands.push_back(candidate_to_json(c));
       Json lj = {{"name", l.name}, {"shape", l.shape}, {"numel", l.numel}, {"kind", l.kind}, {"bucket", l.bucket},
                  {"backward_order", l.backward_order}, {"default", l.default_index}, {"candidates", std::move(cands)}};
       if (l.compute_time_s) lj["compute_time_s"] = *l.compute_time_s;

@@ -90,6 +90,8 @@ class PendingTables {
 Tables tables_from_json(const Json& doc, const std::string& origin);
 /// Parses text (NaN/Infinity tolerant, see read_tables) and validates.
 Tables tables_from_text(const std::string& text, const std::string& origin);
+/// One candidate in the tables' JSON form: {"method", "params", "error", "bytes", "collective"[, "kernel_time_s"]}.
+Json candidate_to_json(const Candidate& c);
 /// Serialises (schema_version 1, kind "lgreco-tables").
 Json tables_to_json(const Tables& t);
 /// Checks the invariants listed above; throws InputError/ConfigError naming `origin` and the field.

@@ -135,9 +135,15 @@ std::vector<std::string> family_names() {
 
 FamilyDefaults parse_family_defaults(Family family, const std::vector<std::pair<std::string, std::string>>& kv) {
   FamilyDefaults d;
+  auto check_rank = [&](const kernels::MethodSpec& m) {
+    if (m.method == Method::kPowerSgd && m.powersgd.rank < 1)
+      throw ConfigError("family " + to_string(family) + ": default rank 0 sends nothing (every layer would go to the residual); "
+                        "the uniform default needs rank >= 1 (rank 0 is a candidate when the default is rank 1)");
+  };
   if (family.kind == Family::Kind::kMethod) {
     d.matrix = kernels::parse_method(to_string(family), kv);
     d.other = d.sparse = d.matrix;
+    check_rank(d.matrix);
     return d;
   }
   // Each key goes to the method of the combination that has it (the registry decides).
@@ -160,6 +166,7 @@ FamilyDefaults parse_family_defaults(Family family, const std::vector<std::pair<
   }
   d.sparse = kernels::parse_method("topk", tk);
   d.matrix = kernels::parse_method("powersgd", psgd);
+  check_rank(d.matrix);
   d.other = kernels::parse_method("maxmin", mm);
   return d;
 }

@@ -12,7 +12,10 @@
 #include "core/units.hpp"
 #include "kernels/method_json.hpp"
 #include "pipeline/loop.hpp"
+#include "pipeline/predict.hpp"
+#include "sim/replay_trace_source.hpp"
 #include "planner/plan.hpp"
+#include "planner/plan_json.hpp"
 #include "planner/schedule.hpp"
 #include "planner/tables.hpp"
 #include "tools/args.hpp"
@@ -41,6 +44,16 @@ std::string fmt_num(double v, const char* f = "%.4g") {
   return buf;
 }
 
+// A unit-bearing option value (size, duration, bandwidth); a bad one is a usage error naming the flag.
+template <class F>
+auto flag_value(const char* flag, F&& parse) {
+  try {
+    return parse();
+  } catch (const ConfigError& e) {
+    throw UsageError(std::string(flag) + ": " + e.what());
+  }
+}
+
 PlanOptions plan_options(const Flags& f, const ArgParser& p, Json& config) {
   PlanOptions o;
   try {
@@ -52,8 +65,9 @@ PlanOptions plan_options(const Flags& f, const ArgParser& p, Json& config) {
   for (const char* b : {"--alpha", "--error-budget", "--bytes-budget", "--time-budget"}) budgets += p.given(b) ? 1 : 0;
   if (budgets > 1) throw UsageError("lgreco plan: give at most one of --alpha, --error-budget, --bytes-budget, --time-budget");
   if (p.given("--error-budget")) o.budget = {Budget::Kind::kError, parse_double("--error-budget", f.error_budget)};
-  else if (p.given("--bytes-budget")) o.budget = {Budget::Kind::kBytes, static_cast<double>(units::parse_bytes(f.bytes_budget))};
-  else if (p.given("--time-budget")) o.budget = {Budget::Kind::kTime, units::parse_seconds(f.time_budget)};
+  else if (p.given("--bytes-budget"))
+    o.budget = {Budget::Kind::kBytes, flag_value("--bytes-budget", [&] { return static_cast<double>(units::parse_bytes(f.bytes_budget)); })};
+  else if (p.given("--time-budget")) o.budget = {Budget::Kind::kTime, flag_value("--time-budget", [&] { return units::parse_seconds(f.time_budget); })};
   else o.budget = {Budget::Kind::kAlpha, p.given("--alpha") ? parse_double("--alpha", f.alpha) : 1.0};
   if ((o.budget.kind == Budget::Kind::kAlpha || o.budget.kind == Budget::Kind::kError) && o.budget.value < 0) {
     throw UsageError(std::string(o.budget.kind == Budget::Kind::kAlpha ? "--alpha " + f.alpha : "--error-budget " + f.error_budget) +
@@ -72,84 +86,86 @@ PlanOptions plan_options(const Flags& f, const ArgParser& p, Json& config) {
   }
   if (p.given("--min-compression-rate")) o.min_compression_rate = parse_double("--min-compression-rate", f.min_rate);
   if (p.given("--max-layer-error")) o.max_layer_error = parse_double("--max-layer-error", f.max_layer_error);
-  o.reference.buckets = static_cast<int>(parse_int("--buckets", f.buckets));
-  o.time.grid = static_cast<int>(parse_int("--grid", f.grid));
-  o.front.max_front = static_cast<std::size_t>(parse_int("--max-front", f.max_front));
-  if (p.given("--bandwidth")) o.bandwidth_Bps = units::parse_bandwidth_Bps(f.bandwidth);
-  if (p.given("--forward-time")) o.forward_s = units::parse_seconds(f.forward);
-  const char* kinds[] = {"alpha", "error", "bytes", "time"};
-  Json pins = Json::object();
-  for (const auto& [n, m] : o.pins) pins[n] = kernels::method_to_json(m);
-  config = {{"engine", f.engine},
-            {"budget", {{"kind", kinds[static_cast<int>(o.budget.kind)]}, {"value", o.budget.value}}},
-            {"include", o.include_re ? Json(*o.include_re) : Json(nullptr)},
-            {"exclude", o.exclude_re ? Json(*o.exclude_re) : Json(nullptr)},
-            {"excluded_layers_stay_at", "default"},
-            {"pins", pins},
-            {"min_compression_rate", o.min_compression_rate ? Json(*o.min_compression_rate) : Json(nullptr)},
-            {"max_layer_error", o.max_layer_error ? Json(*o.max_layer_error) : Json(nullptr)},
-            {"reference_buckets", o.reference.buckets},
-            {"time_grid", o.time.grid},
-            {"max_front", o.front.max_front},
-            {"epsilon", o.front.epsilon},
-            {"forward_time_s", o.forward_s},
-            {"network", o.bandwidth_Bps ? Json{{"model", "ring"}, {"bandwidth_Gbps", units::Bps_to_gbps(*o.bandwidth_Bps)},
-                                               {"latency_us", units::s_to_us(units::parse_seconds(f.latency))}}
-                                        : Json(nullptr)}};
+  const long long buckets = parse_int("--buckets", f.buckets), grid = parse_int("--grid", f.grid),
+                  front = parse_int("--max-front", f.max_front);
+  if (buckets < 1 || buckets > 100000000) throw UsageError("--buckets " + f.buckets + ": expected an integer in [1, 100000000]");
+  if (grid < 1 || grid > 1000000) throw UsageError("--grid " + f.grid + ": expected an integer in [1, 1000000]");
+  if (front < 1 || front > 100000000) throw UsageError("--max-front " + f.max_front + ": expected an integer in [1, 100000000]");
+  o.reference.buckets = static_cast<int>(buckets);
+  o.time.grid = static_cast<int>(grid);
+  o.front.max_front = static_cast<std::size_t>(front);
+  if (p.given("--bandwidth")) o.bandwidth_Bps = flag_value("--bandwidth", [&] { return units::parse_bandwidth_Bps(f.bandwidth); });
+  if (p.given("--forward-time")) o.forward_s = flag_value("--forward-time", [&] { return units::parse_seconds(f.forward); });
+  const double latency_s = flag_value("--latency", [&] { return units::parse_seconds(f.latency); });
+  if (latency_s < 0) throw UsageError("--latency " + f.latency + ": expected a duration >= 0");
+  // The recorded form is the one the planner reads back (planner/plan_json.hpp), e.g. online.
+  config = plan_options_to_json(o, o.bandwidth_Bps ? ring_network_json(*o.bandwidth_Bps, latency_s) : Json(nullptr));
   return o;
 }
 
-// `lgreco plan --trace ...`: the closed loop from a trace to a phased schedule.
-int run_plan_trace(const std::vector<std::string>& args) {
-  LoopArgs a;
-  std::string topology, out, tables_out, network_fit;
-  bool force = false;
-  Format fmt = Format::kTable;
-  ArgParser p("lgreco plan",
-              "Replay a trace window by window through the compression kernels, plan each window from the "
-              "previous one's candidate tables, apply that plan in the next window, and write the phased "
-              "schedule (warm-up, uniform, one phase per plan). The summary goes to stdout.");
-  add_loop_options(p, a);
-  p.option("--topology", &topology, "NAME|FILE", "cluster to predict step times on, e.g. 4x8xA100-1x25G");
-  p.option("--network-fit", &network_fit, "FILE", "calibration of that topology from `lgreco net calibrate`");
-  p.option("--output", &out, "FILE", "schedule to write (JSON)", true, "-o");
-  p.option("--tables-out", &tables_out, "FILE", "also write the candidate tables (reusable by plan --tables; HDF5 when FILE ends in .h5)");
-  p.flag("--force", &force, "overwrite existing outputs");
-  KernelTimeArgs kt;
-  add_kernel_time_options(p, kt);
-  p.format(&fmt);
-  if (!p.parse(args)) return 0;
-  const Overwrite policy = force ? Overwrite::kAllow : Overwrite::kRefuse;
-  check_writable_destination(out, policy);
-  if (!tables_out.empty()) check_writable_destination(tables_out, policy);
+// Options that only the trace form has (the closed loop's replay and candidates).
+const char* const kTraceOnly[] = {"--family", "--default", "--error-mode", "--backend", "--threads", "--memory-limit",
+                                  "--period", "--acc-steps", "--rank-low", "--rank-high", "--min-numel", "--tables-out"};
 
-  LoopRequest req = resolve_loop_options(a);
+// Exits with a usage error when a plan for some window misses its budget (one rule for both forms).
+void refuse_infeasible(const std::vector<WindowPlan>& plans, const std::string& origin, bool allow) {
+  for (std::size_t w = 0; w < plans.size(); ++w) {
+    const WindowPlan& pl = plans[w];
+    if (pl.status != PlanStatus::kInfeasible || allow) continue;
+    const std::string what = pl.bytes_budget ? "byte budget " + units::format_bytes(*pl.bytes_budget) + " (least possible " +
+                                                   units::format_bytes(pl.total_bytes) + ")"
+                                             : "error budget " + fmt_num(pl.error_budget.value_or(0)) + " (least possible error " +
+                                                   fmt_num(pl.total_error) + ")";
+    throw InputError(origin + ": window " + std::to_string(w) + ": no plan meets the " + what +
+                     "; raise the budget or pass --allow-infeasible to write the least-" + (pl.bytes_budget ? "bytes" : "error") + " plan");
+  }
+}
+
+// The output must not be one of the inputs (even with --force).
+void refuse_overwriting_inputs(const std::string& out, const std::vector<std::filesystem::path>& inputs) {
+  if (out.empty()) return;
+  std::error_code ec;
+  for (const auto& in : inputs) {
+    if (std::filesystem::exists(out, ec) && std::filesystem::equivalent(out, in, ec))
+      throw UsageError("output '" + out + "' is the input '" + in.string() + "'; write the result elsewhere");
+  }
+}
+
+// `lgreco plan --trace ...`: the closed loop from a trace to a phased schedule.
+int run_trace_form(const Flags& f, LoopRequest& req, const PlanOptions& opt, Json config, double compute_scale,
+                   const std::optional<pipeline::Cluster>& cluster, const std::string& tables_out, Overwrite policy) {
   pipeline::LoopOptions& o = req.options;
-  const std::optional<pipeline::Cluster> cluster = resolve_cluster(topology, network_fit);
-  if (o.plan.engine == planner::Engine::kTime && !cluster) {
-    throw UsageError("--engine time needs --topology (it minimises the predicted step time)");
+  o.plan = opt;
+  if (cluster) o.gpu = cluster->gpu;
+  std::optional<net::RingCost> ring;
+  const net::CollectiveCost* cost = cluster ? cluster->cost.get() : nullptr;
+  if (!cluster && opt.bandwidth_Bps) {
+    // The ring model needs the world size, which the trace records.
+    ring.emplace(units::parse_seconds(f.latency), *opt.bandwidth_Bps, sim::open_trace_source(req.trace)->world_size());
+    cost = &*ring;
   }
-  if (!kt.profile.empty() && !cluster) throw UsageError("--kernel-profile needs --topology (kernel time only enters step predictions)");
-  const pipeline::KernelTime kernel_time = resolve_kernel_time(kt);
-  if (cluster) {
-    o.plan.kernel_time = pipeline::kernel_time_fn(kernel_time, *cluster);
-    o.gpu = cluster->gpu;
-  }
+  if (f.forward.size()) o.compute.forward_s = opt.forward_s;
+  o.compute.recorded_scale = compute_scale;
   o.engine = ranks().engine;
-  const pipeline::LoopResult r = pipeline::run_closed_loop(a.trace, o, cluster ? cluster->cost.get() : nullptr, stderr_progress());
+  const pipeline::LoopResult r = pipeline::run_closed_loop(req.trace, o, cost, stderr_progress());
   print_layout_note(r.replay_layout);
-  Json config = pipeline::loop_config(o, r);
-  config["trace"] = a.trace;
-  config["threads"] = req.threads_requested;
+  if (cost && !r.compute.note.empty()) std::cerr << "lgreco: note: " << r.compute.note << "\n";
+  refuse_infeasible(r.plans, req.trace, f.allow_infeasible);
+  Json loop = pipeline::loop_config(o, r);
+  loop["trace"] = req.trace;
+  loop["threads"] = req.threads_requested;
   if (cluster) {
-    config["topology"] = cluster->description;
-    config["ranks"] = cluster->ranks();
+    loop["topology"] = cluster->description;
+    loop["ranks"] = cluster->ranks();
   }
-  config["kernel_time"] = pipeline::kernel_time_json(kernel_time, cluster ? &*cluster : nullptr);
-  const Json schedule = planner::schedule_to_json(pipeline::loop_schedule(o, r, config, cluster ? cluster->ranks() : r.world_size));
+  loop["kernel_time"] = config["kernel_time"];
+  loop["compute"] = pipeline::compute_json(r.compute);
+  config.erase("kernel_time");
+  loop["plan"] = config;  // budget, constraints, engine parameters, network: as with --tables
+  const Json schedule = planner::schedule_to_json(pipeline::loop_schedule(o, r, loop, cluster ? cluster->ranks() : r.world_size));
 
   // Both outputs go to temporary files first and are renamed only when both are complete.
-  AtomicFile sched_file(out, policy);
+  AtomicFile sched_file(f.out, policy);
   sched_file.stream() << schedule.dump(2) << "\n";
   std::optional<planner::PendingTables> tables_file;
   if (!tables_out.empty()) tables_file.emplace(r.tables, tables_out, policy);
@@ -157,15 +173,15 @@ int run_plan_trace(const std::vector<std::string>& args) {
   sched_file.commit();
   if (tables_file) tables_file->commit();
 
-  if (fmt == Format::kJson) {
-    std::cout << Json{{"schema_version", 1}, {"kind", "lgreco-plan-summary"}, {"schedule", out},
-                      {"predicted", schedule["predicted"]}, {"config", config},
+  if (f.format == Format::kJson) {
+    std::cout << Json{{"schema_version", 1}, {"kind", "lgreco-plan-summary"}, {"schedule", f.out},
+                      {"predicted", schedule["predicted"]}, {"config", loop},
                       {"replay", Json{{"seconds", r.replay_s}, {"grad_bytes", r.grad_bytes}}},
                       {"provenance", schedule["provenance"]}}
                      .dump(2)
               << "\n";
   } else {
-    std::cout << loop_summary(o, r, cluster ? cluster->name : "") << "schedule written to " << out;
+    std::cout << loop_summary(o, r, cluster ? cluster->name : "") << "schedule written to " << f.out;
     if (!tables_out.empty()) std::cout << ", tables to " << tables_out;
     std::cout << " (replayed " << units::format_bytes(r.grad_bytes) << " of gradients in " << units::format_seconds(r.replay_s)
               << ")\n";
@@ -174,19 +190,21 @@ int run_plan_trace(const std::vector<std::string>& args) {
 }
 
 int run_plan(const std::vector<std::string>& args) {
-  // The trace-driven path (closed-loop replay) has its own options.
-  for (const auto& a : args) {
-    if (a == "--trace" || a.rfind("--trace=", 0) == 0) return run_plan_trace(args);
-  }
   Flags f;
+  LoopArgs la;
+  std::string tables_out;
+  KernelTimeArgs kt;
   ArgParser p("lgreco plan",
-              "Choose a compression setting for every layer from candidate tables (docs/tables-format.md) and write a phased\n"
-              "schedule (docs/schedule-format.md): warm-up uncompressed, the uniform default during the first window, then\n"
-              "the plan made from window k during window k+1. Engines: reference (the L-GreCo DP), exact (Pareto fronts),\n"
-              "time (least predicted step time, needs --bandwidth), dual (least error within a byte or time budget).");
-  p.option("--tables", &f.tables, "FILE", "candidate tables (JSON, or HDF5 for large models)")
-      .option("--engine", &f.engine, "NAME", "reference | exact | time | dual (default reference)")
-      .option("--alpha", &f.alpha, "A", "error budget = A x the uniform default's total error (default 1)")
+              "Plan a compression setting for every layer and write a phased schedule (docs/schedule-format.md):\n"
+              "  lgreco plan --trace T -o S   the main job: replay the trace window by window through the compression\n"
+              "                               kernels, plan each window from the previous one's candidate tables and apply\n"
+              "                               that plan in the next window (the closed loop);\n"
+              "  lgreco plan --tables F -o S  plan from candidate tables measured earlier (docs/tables-format.md).\n"
+              "Phases: warm-up uncompressed, the uniform default during the first window, then the plan made from window k\n"
+              "during window k+1. Engines: reference (the L-GreCo DP), exact (Pareto fronts), time (least predicted step\n"
+              "time, needs --topology or --bandwidth), dual (least error within a byte or time budget).");
+  add_loop_options(p, la, false);
+  p.option("--tables", &f.tables, "FILE", "candidate tables (JSON, or HDF5 for large models) instead of --trace")
       .option("--error-budget", &f.error_budget, "E", "explicit total error budget")
       .option("--bytes-budget", &f.bytes_budget, "SIZE", "byte budget per step (dual engine), e.g. 64MiB")
       .option("--time-budget", &f.time_budget, "DURATION", "communication time per step (dual; bytes = time x --bandwidth)")
@@ -195,39 +213,83 @@ int run_plan(const std::vector<std::string>& args) {
       .multi("--pin", &f.pins, "NAME=METHOD[:K=V,...]", "fix a parameter's setting (must be a candidate, or none)")
       .option("--min-compression-rate", &f.min_rate, "R", "drop PowerSGD candidates that do not compress at rate R")
       .option("--max-layer-error", &f.max_layer_error, "E", "drop candidates whose error exceeds E")
-      .option("--warmup-steps", &f.warmup, "N", "uncompressed warm-up steps (default: the first window's start)")
-      .option("--seed", &f.seed, "S", "seed recorded in the schedule for the hook's random draws (default 0)")
       .option("--buckets", &f.buckets, "B", "reference DP error buckets (default 10000)")
       .option("--grid", &f.grid, "G", "time engine error grid (default 1000)")
       .option("--max-front", &f.max_front, "N", "exact/dual front size before epsilon-trimming (default 20000)")
-      .option("--bandwidth", &f.bandwidth, "BW", "network bandwidth for time predictions, e.g. 25Gbps (ring model)")
+      .option("--bandwidth", &f.bandwidth, "BW", "network bandwidth for time predictions, e.g. 25Gbps (ring model; not with --topology)")
       .option("--latency", &f.latency, "DURATION", "per-hop latency of the ring model (default 5us)")
       .option("--topology", &f.topology, "NAME|FILE",
-              "cluster for time predictions instead of the ring model (the NCCL-shaped network model, e.g. 4x8xA100-1x25G)")
+              "cluster for time predictions (the NCCL-shaped network model, e.g. 4x8xA100-1x25G)")
       .option("--network-fit", &f.network_fit, "FILE", "calibration of that topology from `lgreco net calibrate`")
-      .option("--forward-time", &f.forward, "DURATION", "forward pass time before backward starts (default 0)")
-      .option("--output", &f.out, "FILE", "write the schedule here", false, "-o")
-      .flag("--force", &f.force, "overwrite an existing output file")
-      .flag("--allow-infeasible", &f.allow_infeasible, "write the least-error plan (status infeasible) when no plan meets the budget")
-      .format(&f.format);
+      .option("--forward-time", &f.forward, "DURATION", "forward pass time before backward starts (default: half the backward time)")
+      .option("--tables-out", &tables_out, "FILE", "with --trace: also write the candidate tables (HDF5 when FILE ends in .h5)")
+      .option("--output", &f.out, "FILE", "write the schedule here (required with --trace)", false, "-o")
+      .flag("--force", &f.force, "overwrite existing outputs")
+      .flag("--allow-infeasible", &f.allow_infeasible, "write the least-error plan (status infeasible) when no plan meets the budget");
+  add_kernel_time_options(p, kt);
+  p.format(&f.format);
   if (!p.parse(args)) return 0;
-  const Overwrite policy = f.force ? Overwrite::kAllow : Overwrite::kRefuse;
-  if (!f.out.empty()) check_writable_destination(f.out, policy);
+
+  // Every option is checked before any work.
+  const bool trace = !la.trace.empty();
+  if (trace == !f.tables.empty()) throw UsageError("lgreco plan: give one of --trace FILE (the closed loop) and --tables FILE");
+  if (!trace) {
+    for (const char* o : kTraceOnly)
+      if (p.given(o)) throw UsageError(std::string("lgreco plan: ") + o + " only applies with --trace");
+  }
+  if (p.given("--output") && f.out.empty()) throw UsageError("--output: empty file name");
+  if (trace && f.out.empty()) throw UsageError("lgreco plan --trace: needs --output FILE (-o)");
+  if (!f.topology.empty() && p.given("--bandwidth"))
+    throw UsageError("--bandwidth and --topology exclude each other (--bandwidth is the ring model used without a topology)");
+  f.engine = la.engine;
+  f.seed = la.seed;
+  f.warmup = la.warmup;
+  f.alpha = la.alpha;
   Json config;
-  const PlanOptions opt = plan_options(f, p, config);
-  if (f.tables.empty()) throw UsageError("lgreco plan: needs --tables FILE (see --help)");
-  std::vector<std::filesystem::path> inputs{f.tables};
-  const Tables t = read_tables(f.tables);
-  std::optional<net::RingCost> ring;
+  PlanOptions opt;
+  opt = plan_options(f, p, config);
+  LoopRequest req;
+  if (trace) {
+    req = resolve_loop_options(la);
+    req.options.plan = opt;
+  }
+  const pipeline::KernelTime kernel_time = resolve_kernel_time(kt);
   std::optional<Json> fit_doc;
   const std::optional<pipeline::Cluster> cluster = resolve_cluster(f.topology, f.network_fit, &fit_doc);
+  if (!kt.profile.empty() && !cluster) throw UsageError("--kernel-profile needs --topology (kernel time only enters step predictions)");
+  if (opt.engine == planner::Engine::kTime && !cluster && !opt.bandwidth_Bps)
+    throw UsageError("--engine time needs --topology or --bandwidth (it minimises the predicted step time)");
+  const Overwrite policy = f.force ? Overwrite::kAllow : Overwrite::kRefuse;
+  std::vector<std::filesystem::path> inputs{trace ? la.trace : f.tables};
+  if (fit_doc) inputs.push_back(f.network_fit);
+  refuse_overwriting_inputs(f.out, inputs);
+  refuse_overwriting_inputs(tables_out, inputs);
+  if (!f.out.empty()) check_writable_destination(f.out, policy);
+  if (!tables_out.empty()) check_writable_destination(tables_out, policy);
   if (cluster) {
-    if (fit_doc) inputs.push_back(f.network_fit);
+    opt.kernel_time = pipeline::kernel_time_fn(kernel_time, *cluster);
     config["network"] = Json{{"model", "nccl"}, {"topology", cluster->description}};
-  } else if (opt.bandwidth_Bps) {
-    ring.emplace(units::parse_seconds(f.latency), *opt.bandwidth_Bps, t.world_size);
   }
+  config["kernel_time"] = pipeline::kernel_time_json(kernel_time, cluster ? &*cluster : nullptr);
+
+  const double compute_scale = resolve_compute_scale(kt);
+  if (trace) return run_trace_form(f, req, opt, config, compute_scale, cluster, tables_out, policy);
+
+  Tables t = read_tables(f.tables);
+  std::optional<net::RingCost> ring;
+  if (!cluster && opt.bandwidth_Bps) ring.emplace(units::parse_seconds(f.latency), *opt.bandwidth_Bps, t.world_size);
   const net::CollectiveCost* cost = cluster ? cluster->cost.get() : ring ? &*ring : nullptr;
+  if (cost) {
+    // The compute side of the step predictions, by the one rule of pipeline/predict.hpp.
+    pipeline::ComputeOptions co;
+    if (p.given("--forward-time")) co.forward_s = opt.forward_s;
+    co.recorded_scale = compute_scale;
+    const pipeline::ComputeModel cm = pipeline::compute_model(t.windows.back(), t.model, cluster ? &cluster->gpu : nullptr, co);
+    pipeline::apply_compute(cm, t, opt);
+    config["compute"] = pipeline::compute_json(cm);
+    config["forward_time_s"] = opt.forward_s;
+    if (!cm.note.empty()) std::cerr << "lgreco: note: " << cm.note << "\n";
+  }
   std::vector<WindowPlan> plans;
   for (std::size_t w = 0; w < t.windows.size(); ++w) {
     try {
@@ -236,16 +298,7 @@ int run_plan(const std::vector<std::string>& args) {
       throw ConfigError(f.tables + ": window " + std::to_string(w) + ": " + e.what());
     }
   }
-  for (std::size_t w = 0; w < plans.size(); ++w) {
-    const WindowPlan& pl = plans[w];
-    if (pl.status != PlanStatus::kInfeasible || f.allow_infeasible) continue;
-    const std::string what = pl.bytes_budget ? "byte budget " + units::format_bytes(*pl.bytes_budget) + " (least possible " +
-                                                   units::format_bytes(pl.total_bytes) + ")"
-                                             : "error budget " + fmt_num(pl.error_budget.value_or(0)) + " (least possible error " +
-                                                   fmt_num(pl.total_error) + ")";
-    throw InputError(f.tables + ": window " + std::to_string(w) + ": no plan meets the " + what +
-                     "; raise the budget or pass --allow-infeasible to write the least-" + (pl.bytes_budget ? "bytes" : "error") + " plan");
-  }
+  refuse_infeasible(plans, f.tables, f.allow_infeasible);
   std::optional<std::int64_t> warm;
   if (p.given("--warmup-steps")) warm = parse_int("--warmup-steps", f.warmup);
   const long long seed = parse_int("--seed", f.seed);
@@ -263,7 +316,7 @@ int run_plan(const std::vector<std::string>& args) {
   return 0;
 }
 
-LGRECO_COMMAND("plan", "choose per-layer compression from candidate tables and write a schedule", run_plan);
+LGRECO_COMMAND("plan", "plan per-layer compression from a trace (closed loop) or candidate tables; write a schedule", run_plan);
 
 }  // namespace
 }  // namespace lgreco::cli

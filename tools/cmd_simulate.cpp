@@ -9,6 +9,7 @@
 #include "sim/step_builder.hpp"
 #include "tools/args.hpp"
 #include "tools/command.hpp"
+#include "tools/loop_args.hpp"
 #include "tools/net_common.hpp"
 #include "pipeline/cluster.hpp"
 #include "pipeline/predict.hpp"
@@ -28,7 +29,8 @@ Json comm_bytes(const planner::Window& w, const planner::PlanOptions& opt, const
 }
 
 int run_simulate(const std::vector<std::string>& args) {
-  std::string layers_path, preset, trace, topology, fit, method, schedule, phase_s, ranks_s, frac_s = "0.4", profile_path;
+  std::string layers_path, preset, trace, topology, fit, method, schedule, phase_s, ranks_s, frac_s = "0.4";
+  KernelTimeArgs kta;
   Format fmt;
   ArgParser p("lgreco simulate", "Simulate one data-parallel step (DDP buckets, one communication stream) on a network model and "
                                  "report step time, compute, exposed communication, per-bucket Gantt and speedup against uncompressed.");
@@ -42,8 +44,8 @@ int run_simulate(const std::vector<std::string>& args) {
       .option("--method", &method, "M", "uniform method for every tensor, e.g. powersgd:rank=4 (default none)")
       .option("--ranks", &ranks_s, "N", "ranks (default: every GPU)")
       .option("--achieved-fraction", &frac_s, "F", "achieved fraction of the GPU's dense peak (default 0.4)")
-      .option("--kernel-profile", &profile_path, "FILE", "device cost profile (kernels/profiles/<gpu>.json) for compression time")
       .format(&fmt);
+  add_kernel_time_options(p, kta);
   if (!p.parse(args)) return 0;
   if ((!preset.empty()) + (!trace.empty()) + (!layers_path.empty()) != 1) throw UsageError("give exactly one of --model, --trace, --layers");
   if (!schedule.empty() && !method.empty()) throw UsageError("--schedule and --method exclude each other");
@@ -66,13 +68,9 @@ int run_simulate(const std::vector<std::string>& args) {
   co.achieved_fraction = parse_double("--achieved-fraction", frac_s);
   if (!(co.achieved_fraction > 0 && co.achieved_fraction <= 1)) throw UsageError("--achieved-fraction " + frac_s + ": expected 0 < F <= 1");
   co.flops = in.flops;
-  pipeline::KernelTime kt;
-  if (!profile_path.empty()) {
-    kt.source = pipeline::KernelTime::Source::kProfile;
-    kt.profile = std::make_shared<const kernels::DeviceProfile>(kernels::load_profile(profile_path));
-    kt.profile_path = profile_path;
-    inputs.push_back(profile_path);
-  }
+  const pipeline::KernelTime kt = resolve_kernel_time(kta);
+  if (!kta.profile.empty()) inputs.push_back(kta.profile);
+  co.recorded_scale = resolve_compute_scale(kta);
   const int n = cost.model().ranks();
   pipeline::Cluster cluster;
   cluster.gpu = t.gpu;
@@ -120,8 +118,8 @@ int run_simulate(const std::vector<std::string>& args) {
                       {"network_fit", fit.empty() ? Json(nullptr) : Json(fit)}, {"schedule", sched_cfg},
                       {"method", schedule.empty() ? Json(method.empty() ? "none" : method) : Json(nullptr)}, {"ranks", n},
                       {"compute", pipeline::compute_json(compute)}, {"bucket_source", in.bucket_source},
-                      {"kernel_time_source", kt.source == pipeline::KernelTime::Source::kProfile ? "profile" : "memory-traffic estimate"},
-                      {"kernel_profile", profile_path.empty() ? Json(nullptr) : Json(profile_path)},
+                      {"kernel_time", pipeline::kernel_time_json(kt, &cluster)},
+                      {"kernel_profile", kta.profile.empty() ? Json(nullptr) : Json(kta.profile)},
                       {"bucket_cap_bytes", 25 * 1048576}, {"first_bucket_cap_bytes", 1048576}};
     std::cout << Json{{"schema_version", 1}, {"kind", "lgreco-simulate"}, {"step_s", r.step_s}, {"compute_s", r.compute_s},
                       {"exposed_comm_s", r.exposed_comm_s}, {"bytes_per_step", bytes}, {"uncompressed_step_s", u.step_s},

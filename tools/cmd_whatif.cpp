@@ -29,19 +29,27 @@ namespace {
 
 /// "1Gbps:400Gbps:12" → 12 log-spaced points from 1 to 400 Gb/s (both ends included);
 /// "10Gbps,25Gbps" → those points. Bytes per second.
+double bandwidth(const std::string& text) {
+  try {
+    return units::parse_bandwidth_Bps(text);
+  } catch (const ConfigError& e) {
+    throw UsageError(std::string("--bandwidth: ") + e.what());
+  }
+}
+
 std::vector<double> parse_bandwidths(const std::string& text) {
   std::vector<double> out;
   if (text.find(':') != std::string::npos) {
     const auto parts = split_list(text, ':');
     if (parts.size() != 3) throw UsageError("--bandwidth: expected LOW:HIGH:POINTS or a comma list, got '" + text + "'");
-    const double lo = units::parse_bandwidth_Bps(parts[0]), hi = units::parse_bandwidth_Bps(parts[1]);
+    const double lo = bandwidth(parts[0]), hi = bandwidth(parts[1]);
     const long long n = parse_int("--bandwidth", parts[2]);
     if (n < 1 || n > 1000 || hi < lo) throw UsageError("--bandwidth: need LOW <= HIGH and 1..1000 points, got '" + text + "'");
     for (long long i = 0; i < n; ++i) {
       out.push_back(n == 1 ? lo : lo * std::pow(hi / lo, static_cast<double>(i) / static_cast<double>(n - 1)));
     }
   } else {
-    for (const auto& s : split_list(text)) out.push_back(units::parse_bandwidth_Bps(s));
+    for (const auto& s : split_list(text)) out.push_back(bandwidth(s));
   }
   if (out.empty()) throw UsageError("--bandwidth: no points");
   return out;
@@ -94,10 +102,15 @@ int run_whatif(const std::vector<std::string>& args) {
   std::vector<int> nodes;
   for (const auto& n : split_list(nodes_text)) {
     const long long v = parse_int("--nodes", n);
-    if (v < 1) throw UsageError("--nodes: node counts must be >= 1, got " + n);
+    if (v < 1 || v > 65536) throw UsageError("--nodes: node counts must be in [1, 65536], got " + n);
     nodes.push_back(static_cast<int>(v));
   }
-  const std::optional<int> gpus = gpn.empty() ? std::nullopt : std::optional<int>(static_cast<int>(parse_int("--gpus-per-node", gpn)));
+  std::optional<int> gpus;
+  if (!gpn.empty()) {
+    const long long g = parse_int("--gpus-per-node", gpn);
+    if (g < 1 || g > 1024) throw UsageError("--gpus-per-node: expected an integer in [1, 1024], got " + gpn);
+    gpus = static_cast<int>(g);
+  }
 
   if (a.trace.empty() == tables.empty()) throw UsageError("lgreco whatif: give exactly one of --trace FILE and --tables FILE");
   LoopRequest req = resolve_loop_options(a);
@@ -109,6 +122,7 @@ int run_whatif(const std::vector<std::string>& args) {
   const pipeline::KernelTime kernel_time = resolve_kernel_time(kt);
   o.plan.kernel_time = pipeline::kernel_time_fn(kernel_time, base);
   o.gpu = base.gpu;
+  o.compute.recorded_scale = resolve_compute_scale(kt);
   pipeline::LoopResult r;
   if (!a.trace.empty()) {
     o.engine = ranks().engine;

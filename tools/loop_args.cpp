@@ -25,8 +25,9 @@ void add_loop_options(ArgParser& p, LoopArgs& a, bool trace_required) {
            "rank=4,bits=4 (mixed); unspecified parameters take their defaults (lgreco methods lists them)");
   p.option("--engine", &a.engine, "NAME", "planning engine: reference, exact, time or dual (default reference)");
   p.option("--error-mode", &a.error_mode, "MODE",
-           "candidate error: power (5 seeded subspace iterations on A), exact (singular values), trajectory "
-           "(each candidate run over the window with its own residual); default power");
+           "candidate error: trajectory (each candidate run over the window's steps with its own residual: the "
+           "per-step error it delivers; default), power (L-GreCo's: 5 seeded subspace iterations on the window's "
+           "mean matrix A), exact (singular values of A)");
   p.option("--backend", &a.backend, "NAME", "kernels: auto (CUDA when a device is there), cpu or cuda (default auto)");
   p.option("--threads", &a.threads, "N", "worker threads (default: all cores; under MPI, each rank its share of its machine's)");
   p.option("--memory-limit", &a.memory_limit, "SIZE",
@@ -63,6 +64,7 @@ auto as_usage(const std::string& flag, F&& f) {
 
 LoopRequest resolve_loop_options(const LoopArgs& a) {
   LoopRequest req;
+  req.trace = a.trace;
   pipeline::LoopOptions& o = req.options;
   o.family = as_usage("--family", [&] { return sim::family_from_name(a.family); });
   if (!a.defaults.empty()) {
@@ -122,6 +124,16 @@ void add_kernel_time_options(ArgParser& p, KernelTimeArgs& a) {
            "device cost profile (kernels/profiles/<gpu>.json) for compression kernel time in step predictions "
            "(default: memory-traffic estimate on the topology's GPU)");
   p.flag("--no-kernel-time", &a.none, "charge no compression kernel time in step predictions");
+  p.option("--compute-scale", &a.compute_scale, "X",
+           "multiply recorded compute times by X in step predictions (a trace recorded on slower hardware than the "
+           "cluster predicted: the ratio of the two throughputs; default 1)");
+}
+
+double resolve_compute_scale(const KernelTimeArgs& a) {
+  if (a.compute_scale.empty()) return 1.0;
+  const double x = parse_double("--compute-scale", a.compute_scale);
+  if (!(x > 0)) throw UsageError("--compute-scale " + a.compute_scale + ": expected a factor > 0");
+  return x;
 }
 
 pipeline::KernelTime resolve_kernel_time(const KernelTimeArgs& a) {

@@ -14,7 +14,7 @@ namespace lgreco::cli {
 
 /// The closed loop's options as text from the command line.
 struct LoopArgs {
-  std::string trace, family = "powersgd", defaults, engine = "reference", error_mode = "power";
+  std::string trace, family = "powersgd", defaults, engine = "reference", error_mode = "trajectory";
   std::string backend = "auto", threads, seed = "0", warmup, period = "1000", acc = "10", memory_limit;
   std::string alpha = "1", rank_low = "0.5", rank_high = "2", min_numel = "1024";
 };
@@ -24,6 +24,7 @@ void add_loop_options(ArgParser& p, LoopArgs& a, bool trace_required = true);
 
 /// The resolved options and what the user asked for (recorded in outputs).
 struct LoopRequest {
+  std::string trace;          ///< --trace
   pipeline::LoopOptions options;
   int threads_requested = 0;  ///< --threads as given (0: all cores)
 };
@@ -38,9 +39,13 @@ double default_memory_limit_bytes();
 struct KernelTimeArgs {
   std::string profile;  ///< device cost profile (kernels/profiles/<gpu>.json); empty: estimate
   bool none = false;    ///< --no-kernel-time
+  std::string compute_scale;  ///< --compute-scale (recorded compute times × this)
 };
 
-/// Declares --kernel-profile and --no-kernel-time.
+/// --compute-scale as a factor (1 when not given); UsageError naming the flag.
+double resolve_compute_scale(const KernelTimeArgs& a);
+
+/// Declares --kernel-profile, --no-kernel-time and --compute-scale (the step predictions' options).
 void add_kernel_time_options(ArgParser& p, KernelTimeArgs& a);
 
 /// Resolves them (loads the profile); UsageError when both are given.

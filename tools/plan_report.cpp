@@ -83,7 +83,7 @@ std::string loop_summary(const pipeline::LoopOptions& job, const pipeline::LoopR
     const auto& t = w.layers[l];
     uncompressed += 4.0 * static_cast<double>(t.numel);
     if (t.candidates.size() < 2) continue;  // not planned: sent as its only setting
-    const auto& c = t.candidates.at(static_cast<std::size_t>(p.choice[l]));
+    const auto& c = p.chosen.at(l);  // (a pinned "none" has no candidate index)
     const auto& d = t.candidates.at(static_cast<std::size_t>(t.default_index));
     std::string name = t.name.size() > 44 ? "..." + t.name.substr(t.name.size() - 41) : t.name;
     const std::string setting = kernels::describe(d.spec) == kernels::describe(c.spec)
@@ -114,6 +114,25 @@ std::string loop_summary(const pipeline::LoopOptions& job, const pipeline::LoopR
   row("uncompressed", uncompressed, 0.0, p.uncompressed_step_s);
   row("uniform", u.total_bytes, u.total_error, u.step_s);
   row("adaptive", p.total_bytes, p.total_error, p.step_s);
+  // Predicted vs delivered: the error each phase's settings really had where they ran.
+  const auto delivered = pipeline::delivered_errors(job, r);
+  if (!delivered.empty()) {
+    o << "\nerror per step, delivered (replay with error feedback) vs predicted:\n";
+    for (const auto& d : delivered) {
+      std::snprintf(line, sizeof line, "  %-8s in window %zu: delivered %.5g, predicted %.5g", d.phase.c_str(), d.window, d.delivered,
+                    d.predicted.value_or(0.0));
+      o << line;
+      if (d.uniform_same_window && *d.uniform_same_window > 0) {
+        std::snprintf(line, sizeof line, ", uniform in the same window %.5g (%+.2f %%)", *d.uniform_same_window,
+                      100.0 * (d.delivered / *d.uniform_same_window - 1));
+        o << line;
+      }
+      o << "\n";
+    }
+    if (job.error_mode != sim::ErrorMode::kTrajectory)
+      o << "  (error mode " << sim::to_string(job.error_mode)
+        << " plans on the window's mean matrix A, not on the per-step error delivered: docs/replay.md)\n";
+  }
   o << "plan status " << planner::status_name(p.status);
   if (p.error_budget) o << ", error budget " << *p.error_budget;
   if (!topology.empty()) o << ", predicted on " << topology;

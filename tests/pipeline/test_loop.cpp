@@ -221,3 +221,35 @@ TEST_CASE("what-if points are predict_step on each point's cluster; the time eng
   const auto tp = pipeline::whatif(rt.tables.windows.back(), rt.plans.back(), rt.plan, g);
   for (std::size_t i = 0; i < tp.size(); ++i) CHECK(tp[i].adaptive_step_s <= tp[i].uniform_step_s * (1 + 1e-12));
 }
+
+TEST_CASE("what-if overrides keep a plugin transport (EFA) of the base cluster", "[pipeline][cluster]") {
+  const pipeline::Cluster c = pipeline::make_cluster("2x8xB200-8x400G-efa", 4, std::nullopt, 400e9 / 8);
+  CHECK(c.name == "4x8xB200-8x50G-efa");
+  CHECK(c.nodes == 4);
+}
+
+TEST_CASE("trajectory mode: the error predicted for the uniform window is the error it delivers", "[pipeline][delivered]") {
+  // Window 0 runs the uniform default; its trajectory candidate starts from the same state and runs
+  // the same steps, so the two figures are the same computation, and a plan's prediction in window k
+  // is measured by the same rule as what it delivers in window k+1.
+  const auto src = make_source(iota(0, 18), 6, true);
+  pipeline::LoopOptions o = options();
+  o.error_mode = sim::ErrorMode::kTrajectory;
+  const auto r = pipeline::run_closed_loop(src, o, nullptr);
+  const auto d = pipeline::delivered_errors(o, r);
+  REQUIRE(d.size() == 3);
+  CHECK(d[0].phase == "uniform");
+  CHECK(d[0].delivered == Approx(*d[0].uniform_same_window).epsilon(1e-12));
+  CHECK(d[0].delivered == Approx(*d[0].predicted).epsilon(1e-12));
+  CHECK(d[1].phase == "plan-0");
+  CHECK(*d[1].predicted == r.plans[0].total_error);
+  // The schedule records them.
+  const planner::Schedule s = pipeline::loop_schedule(o, r, Json::object(), 4);
+  const auto& p0 = *std::find_if(s.phases.begin(), s.phases.end(), [](const planner::Phase& p) { return p.label == "plan-0"; });
+  CHECK(p0.predicted["delivered_error_per_step"].get<double>() == d[1].delivered);
+  CHECK(p0.predicted["delivered_in_window"].get<int>() == 1);
+  // Power mode measures on the window's mean matrix: no same-window uniform comparison is claimed.
+  o.error_mode = sim::ErrorMode::kPower;
+  const auto rp = pipeline::run_closed_loop(src, o, nullptr);
+  CHECK_FALSE(pipeline::delivered_errors(o, rp)[1].uniform_same_window.has_value());
+}
