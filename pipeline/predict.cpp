@@ -114,8 +114,9 @@ void apply_compute(const ComputeModel& c, planner::Tables& t, planner::PlanOptio
   opt.optimizer_s = c.optimizer_s;
 }
 
-Json compute_json(const ComputeModel& c) {
+Json compute_json(const ComputeModel& c, double recorded_scale) {
   Json j{{"source", to_string(c.source)}, {"forward_s", c.forward_s}, {"optimizer_s", c.optimizer_s}};
+  if (c.source == ComputeSource::kRecorded) j["recorded_scale"] = recorded_scale;
   if (c.source == ComputeSource::kRecorded && !c.note.empty()) j["note"] = c.note;
   if (c.source == ComputeSource::kEstimated) {
     j["achieved_fraction"] = c.achieved_fraction;
@@ -123,6 +124,29 @@ Json compute_json(const ComputeModel& c) {
   }
   if (!c.note.empty()) j["note"] = c.note;
   return j;
+}
+
+std::optional<ComputeModel> apply_compute_rule(planner::Tables& t, planner::PlanOptions& opt, const net::CollectiveCost* cost,
+                                               const net::GpuSpec* gpu, const ComputeOptions& co, const std::string& origin) {
+  if (!cost) return std::nullopt;
+  if (t.windows.empty()) throw ConfigError(origin + ": no windows");
+  ComputeModel c = compute_model(t.windows.back(), t.model, gpu, co);
+  apply_compute(c, t, opt);
+  return c;
+}
+
+TablesPlan plan_all_windows(planner::Tables& t, planner::PlanOptions& opt, const net::CollectiveCost* cost, const net::GpuSpec* gpu,
+                            const ComputeOptions& co, const std::string& origin) {
+  TablesPlan r;
+  r.compute = apply_compute_rule(t, opt, cost, gpu, co, origin);
+  for (std::size_t w = 0; w < t.windows.size(); ++w) {
+    try {
+      r.plans.push_back(planner::plan_window(t.windows[w], opt, cost));
+    } catch (const ConfigError& e) {
+      throw ConfigError(origin + ": window " + std::to_string(w) + ": " + e.what());
+    }
+  }
+  return r;
 }
 
 }  // namespace lgreco::pipeline

@@ -78,7 +78,21 @@ ComputeModel compute_model(const planner::Window& w, const std::string& model, c
 /// plan options (forward_s, optimizer_s), so that plans and predictions use it.
 void apply_compute(const ComputeModel& c, planner::Tables& t, planner::PlanOptions& opt);
 
-/// The compute model as recorded in outputs.
-Json compute_json(const ComputeModel& c);
+/// The compute model as recorded in outputs (with the recorded_scale it used).
+Json compute_json(const ComputeModel& c, double recorded_scale = 1);
+
+/// Every window of candidate tables planned, as `lgreco plan --tables` and the Python package's
+/// native plan_tables both do: with a cost model, the compute rule above is applied first (the last
+/// window's layers decide it); each window's ConfigError is prefixed with origin and the window.
+/// The compute rule applied to tables when a cost model is given (the last window's layers decide
+/// it): what plan_all_windows does before planning; nullopt without a cost model.
+std::optional<ComputeModel> apply_compute_rule(planner::Tables& t, planner::PlanOptions& opt, const net::CollectiveCost* cost,
+                                               const net::GpuSpec* gpu, const ComputeOptions& co, const std::string& origin);
+struct TablesPlan {
+  std::vector<planner::WindowPlan> plans;
+  std::optional<ComputeModel> compute;  ///< set when a cost model was given
+};
+TablesPlan plan_all_windows(planner::Tables& t, planner::PlanOptions& opt, const net::CollectiveCost* cost, const net::GpuSpec* gpu,
+                            const ComputeOptions& co, const std::string& origin);
 
 }  // namespace lgreco::pipeline

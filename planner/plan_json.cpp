@@ -122,7 +122,22 @@ PlanOptions plan_options_from_json(const Json& options, const std::string& origi
   if (const Json* n = o.find("network")) read_network(*n, o.child("network"), &net);
   if (net.kind == NetworkSpec::Kind::kRing) p.bandwidth_Bps = net.bandwidth_Bps;
   if (network) *network = net;
-  o.allow({"warmup_steps"});
+  // `lgreco plan` records how kernel time entered its predictions: the memory-traffic estimate (the
+  // default with a topology) or none; a profile is a file the CLI reads (`--kernel-profile`).
+  if (const Json* k = o.find("kernel_time"); k && !k->is_null()) {
+    const std::string src = k->is_object() && k->contains("source") && (*k)["source"].is_string() ? (*k)["source"].get<std::string>() : "";
+    if (src == "none") {
+      net.kernel_time_estimate = false;
+    } else if (src != "memory-traffic estimate") {
+      throw ConfigError(o.child("kernel_time") + ": " + k->dump() +
+                        "; expected {\"source\": \"memory-traffic estimate\"} or {\"source\": \"none\"} (a profile is "
+                        "`lgreco plan --kernel-profile`)");
+    }
+    if (network) *network = net;
+  }
+  // "compute" records the compute model a plan used; readers that predict step times recompute it
+  // from the tables by pipeline/predict.hpp's rule (the native module reads its recorded_scale).
+  o.allow({"warmup_steps", "kernel_time", "compute"});
   o.finish();
   return p;
 }

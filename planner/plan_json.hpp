@@ -31,6 +31,9 @@ struct NetworkSpec {
   double bandwidth_Bps = 0;   ///< ring
   double latency_s = 5e-6;    ///< ring, per hop
   std::string topology;       ///< a topology preset name or file (network_models)
+  /// topology: charge the kernels' memory-traffic estimate in step predictions (the default of
+  /// `lgreco plan --topology`); false for "kernel_time": {"source": "none"}.
+  bool kernel_time_estimate = true;
 };
 
 /// PlanOptions from the JSON form above; `network` receives the "network" entry. Errors name

@@ -159,7 +159,7 @@ int run_trace_form(const Flags& f, LoopRequest& req, const PlanOptions& opt, Jso
     loop["ranks"] = cluster->ranks();
   }
   loop["kernel_time"] = config["kernel_time"];
-  loop["compute"] = pipeline::compute_json(r.compute);
+  loop["compute"] = pipeline::compute_json(r.compute, compute_scale);
   config.erase("kernel_time");
   loop["plan"] = config;  // budget, constraints, engine parameters, network: as with --tables
   const Json schedule = planner::schedule_to_json(pipeline::loop_schedule(o, r, loop, cluster ? cluster->ranks() : r.world_size));
@@ -279,25 +279,17 @@ int run_plan(const std::vector<std::string>& args) {
   std::optional<net::RingCost> ring;
   if (!cluster && opt.bandwidth_Bps) ring.emplace(units::parse_seconds(f.latency), *opt.bandwidth_Bps, t.world_size);
   const net::CollectiveCost* cost = cluster ? cluster->cost.get() : ring ? &*ring : nullptr;
-  if (cost) {
-    // The compute side of the step predictions, by the one rule of pipeline/predict.hpp.
-    pipeline::ComputeOptions co;
-    if (p.given("--forward-time")) co.forward_s = opt.forward_s;
-    co.recorded_scale = compute_scale;
-    const pipeline::ComputeModel cm = pipeline::compute_model(t.windows.back(), t.model, cluster ? &cluster->gpu : nullptr, co);
-    pipeline::apply_compute(cm, t, opt);
-    config["compute"] = pipeline::compute_json(cm);
+  // The compute side of the step predictions (pipeline/predict.hpp), then every window planned.
+  pipeline::ComputeOptions co;
+  if (p.given("--forward-time")) co.forward_s = opt.forward_s;
+  co.recorded_scale = compute_scale;
+  const pipeline::TablesPlan tp = pipeline::plan_all_windows(t, opt, cost, cluster ? &cluster->gpu : nullptr, co, f.tables);
+  if (tp.compute) {
+    config["compute"] = pipeline::compute_json(*tp.compute, compute_scale);
     config["forward_time_s"] = opt.forward_s;
-    if (!cm.note.empty()) std::cerr << "lgreco: note: " << cm.note << "\n";
+    if (!tp.compute->note.empty()) std::cerr << "lgreco: note: " << tp.compute->note << "\n";
   }
-  std::vector<WindowPlan> plans;
-  for (std::size_t w = 0; w < t.windows.size(); ++w) {
-    try {
-      plans.push_back(plan_window(t.windows[w], opt, cost));
-    } catch (const ConfigError& e) {
-      throw ConfigError(f.tables + ": window " + std::to_string(w) + ": " + e.what());
-    }
-  }
+  const std::vector<WindowPlan>& plans = tp.plans;
   refuse_infeasible(plans, f.tables, f.allow_infeasible);
   std::optional<std::int64_t> warm;
   if (p.given("--warmup-steps")) warm = parse_int("--warmup-steps", f.warmup);

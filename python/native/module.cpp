@@ -20,6 +20,7 @@
 #include "kernels/method_json.hpp"
 #include "kernels/wire.hpp"
 #include "network_models/cost.hpp"
+#include "pipeline/predict.hpp"
 #include "pipeline/cluster.hpp"
 #include "planner/plan.hpp"
 #include "planner/plan_json.hpp"
@@ -86,6 +87,14 @@ CostModel make_cost(const planner::NetworkSpec& n, int world_size) {
   return c;
 }
 
+// The kernel-time charge `lgreco plan --topology` applies (pipeline::kernel_time_fn), by the same choice.
+void apply_kernel_time(const planner::NetworkSpec& n, const CostModel& c, planner::PlanOptions& p) {
+  if (!c.cluster) return;
+  lgreco::pipeline::KernelTime k;
+  if (!n.kernel_time_estimate) k.source = lgreco::pipeline::KernelTime::Source::kNone;
+  p.kernel_time = lgreco::pipeline::kernel_time_fn(k, *c.cluster);
+}
+
 struct Options {
   Json doc;
   planner::PlanOptions plan;
@@ -97,6 +106,19 @@ Options options_of(const std::string& text, const std::string& origin) {
   o.doc = text.empty() ? Json::object() : lgreco::parse_json_text(text, origin);
   o.plan = planner::plan_options_from_json(o.doc, origin, &o.network);
   return o;
+}
+
+// The compute options a recorded plan config carries back (forward time, compute scale).
+lgreco::pipeline::ComputeOptions compute_options_of(const Options& o) {
+  lgreco::pipeline::ComputeOptions co;
+  if (o.doc.contains("forward_time_s")) co.forward_s = o.plan.forward_s;
+  if (const auto c = o.doc.find("compute"); c != o.doc.end() && c->is_object() && c->contains("recorded_scale")) {
+    const Json& v = (*c)["recorded_scale"];
+    if (!v.is_number() || !(v.get<double>() > 0) || !std::isfinite(v.get<double>()))
+      throw ConfigError("plan options.compute.recorded_scale: " + v.dump() + "; expected a number > 0");
+    co.recorded_scale = v.get<double>();
+  }
+  return co;
 }
 
 Json config_of(const Options& o, std::optional<std::int64_t> warmup) {
@@ -137,6 +159,7 @@ class OnlinePlanner {
     header_["schema_version"] = 1;
     header_["kind"] = "lgreco-tables";
     cost_ = make_cost(options_.network, tables_.world_size);
+    apply_kernel_time(options_.network, cost_, options_.plan);
     if (options_.plan.engine == planner::Engine::kTime && !cost_.get()) {
       throw ConfigError("online plan options.engine: 'time' needs a network (options.network: ring or nccl)");
     }
@@ -285,12 +308,14 @@ PYBIND11_MODULE(_native, m) {
   m.def(
       "plan_window",
       [](const std::string& tables, std::size_t window, const std::string& options) {
-        const Options o = options_of(options, "plan options");
-        const planner::Tables t = planner::tables_from_text(tables, "tables");
+        Options o = options_of(options, "plan options");
+        planner::Tables t = planner::tables_from_text(tables, "tables");
         if (window >= t.windows.size()) {
           throw ConfigError("tables: window " + std::to_string(window) + " requested, the tables have " + std::to_string(t.windows.size()));
         }
         const CostModel cost = make_cost(o.network, t.world_size);
+        apply_kernel_time(o.network, cost, o.plan);
+        lgreco::pipeline::apply_compute_rule(t, o.plan, cost.get(), cost.cluster ? &cost.cluster->gpu : nullptr, compute_options_of(o), "tables");
         return planner::window_plan_to_json(t.windows[window], plan_one(t, window, o, cost, "tables")).dump();
       },
       py::arg("tables"), py::arg("window"), py::arg("options") = "", py::call_guard<py::gil_scoped_release>(),
@@ -298,12 +323,20 @@ PYBIND11_MODULE(_native, m) {
   m.def(
       "plan_tables",
       [](const std::string& tables, const std::string& options, std::optional<std::int64_t> warmup, std::uint64_t seed) {
-        const Options o = options_of(options, "plan options");
-        const planner::Tables t = planner::tables_from_text(tables, "tables");
+        Options o = options_of(options, "plan options");
+        planner::Tables t = planner::tables_from_text(tables, "tables");
         const CostModel cost = make_cost(o.network, t.world_size);
-        std::vector<planner::WindowPlan> plans;
-        for (std::size_t w = 0; w < t.windows.size(); ++w) plans.push_back(plan_one(t, w, o, cost, "tables"));
-        const auto s = planner::build_schedule(t, plans, planner::engine_name(o.plan.engine), warmup, seed, config_of(o, warmup),
+        // The compute rule and the per-window plans of `lgreco plan --tables` (one function); a
+        // recorded forward time and compute scale are read back from the options.
+        apply_kernel_time(o.network, cost, o.plan);
+        const lgreco::pipeline::ComputeOptions co = compute_options_of(o);
+        const auto tp = lgreco::pipeline::plan_all_windows(t, o.plan, cost.get(), cost.cluster ? &cost.cluster->gpu : nullptr, co, "tables");
+        Json config = config_of(o, warmup);
+        if (tp.compute) {
+          config["compute"] = lgreco::pipeline::compute_json(*tp.compute, co.recorded_scale);
+          config["forward_time_s"] = o.plan.forward_s;
+        }
+        const auto s = planner::build_schedule(t, tp.plans, planner::engine_name(o.plan.engine), warmup, seed, config,
                                                provenance("lgreco._native.plan_tables"));
         return planner::schedule_to_json(s).dump();
       },
