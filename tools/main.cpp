@@ -1,16 +1,25 @@
-// The lgreco command-line tool. The only place that catches exceptions: it prints
-// "lgreco: error: <what>" and returns 1 (runtime) or 2 (usage).
+// The lgreco command-line tool. The only place that catches exceptions: it prints one line,
+// "lgreco: error: <what>", and returns 1 (runtime), 2 (usage) or 128 + signal (interrupted:
+// 130 for SIGINT, 143 for SIGTERM).
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
 #include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <new>
 #include <string>
 #include <vector>
 
+#include "core/atomic_file.hpp"
 #include "core/build_info.hpp"
 #include "core/cancel.hpp"
 #include "core/error.hpp"
 #include "core/provenance.hpp"
+#include "core/text.hpp"
 #include "tools/command.hpp"
 
 namespace lgreco::cli {
@@ -28,10 +37,82 @@ Registrar::Registrar(std::string name, std::string summary, std::function<int(co
 
 namespace {
 
-void on_sigint(int) {
-  // First Ctrl-C: ask the work to stop cleanly; a second one kills the process at once.
-  lgreco::request_cancel();
-  std::signal(SIGINT, SIG_DFL);
+std::atomic<int> g_signals{0};
+
+// First SIGINT/SIGTERM: ask the work to stop at its next check (outputs are discarded on the way
+// out). A second one: remove the registered temporary files and end now. The handler stays
+// installed, so no signal can kill the process before that cleanup.
+void on_signal(int sig) {
+  if (g_signals.fetch_add(1) == 0) {
+    lgreco::request_cancel(sig);
+    return;
+  }
+  lgreco::discard_pending_outputs();
+  static const char msg[] = "lgreco: error: interrupted again; stopped at once, no output written\n";
+  [[maybe_unused]] const ssize_t n = ::write(2, msg, sizeof msg - 1);
+  ::_exit(128 + sig);
+}
+
+void install_signal_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  // Beyond `ulimit -f` a write fails with EFBIG (reported, temporary file removed) instead of the
+  // process being killed with a half-written temporary file left behind.
+  std::signal(SIGXFSZ, SIG_IGN);
+}
+
+// Prints `what` as one error line with one "lgreco: error: " prefix: a message that already
+// starts with "lgreco" (a command's usage words, "lgreco export: ...") loses that word, and
+// control characters from names read in files are escaped.
+int report(std::string what, int code) {
+  for (const char* prefix : {"lgreco: error: ", "lgreco: ", "lgreco "}) {
+    if (what.rfind(prefix, 0) == 0) {
+      what.erase(0, std::strlen(prefix));
+      break;
+    }
+  }
+  std::cerr << "lgreco: error: " << lgreco::printable(what) << std::endl;
+  return code;
+}
+
+int interrupted(const char* how) {
+  const int sig = lgreco::cancel_signal() ? lgreco::cancel_signal() : SIGINT;
+  return report(std::string("interrupted by ") + (sig == SIGTERM ? "SIGTERM" : sig == SIGINT ? "SIGINT" : "a signal") + how,
+                128 + sig);
+}
+
+// Standard output is flushed and checked before exit: a full disk or /dev/full is an error, not a
+// silently truncated report.
+int check_stdout(int code) {
+  std::cout.flush();
+  const bool cpp_ok = static_cast<bool>(std::cout);
+  errno = 0;
+  const bool c_ok = std::fflush(stdout) == 0 && !std::ferror(stdout);
+  if (cpp_ok && c_ok) return code;
+  const int err = errno;
+  return report(std::string("cannot write to standard output") + (err ? std::string(" (") + std::strerror(err) + ")" : ""),
+                code == 0 ? 1 : code);
+}
+
+int run_command(const lgreco::cli::Command& cmd, const std::vector<std::string>& args) {
+  try {
+    const int code = cmd.run(args);
+    if (lgreco::cancel_requested()) return interrupted("");
+    return code;
+  } catch (const lgreco::UsageError& e) {
+    return report(e.what(), 2);
+  } catch (const lgreco::Cancelled&) {
+    return interrupted("; no output written");
+  } catch (const std::bad_alloc&) {
+    return report("out of memory", 1);
+  } catch (const std::exception& e) {
+    if (lgreco::cancel_requested()) return interrupted("; no output written");
+    return report(e.what(), 1);
+  }
 }
 
 void print_usage(std::ostream& out) {
@@ -49,21 +130,20 @@ void print_usage(std::ostream& out) {
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   lgreco::set_command_line(std::vector<std::string>(argv, argv + argc));
-  std::signal(SIGINT, on_sigint);
-  std::signal(SIGTERM, on_sigint);
+  install_signal_handlers();
 
   if (args.empty() || args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
     print_usage(args.empty() ? std::cerr : std::cout);
-    return args.empty() ? 2 : 0;
+    return check_stdout(args.empty() ? 2 : 0);
   }
   if (args[0] == "--list-commands") {  // machine-readable, one command name per line (tests, completion)
     for (const auto& c : lgreco::cli::registry()) std::cout << c.name << "\n";
-    return 0;
+    return check_stdout(0);
   }
   if (args[0] == "--version" || args[0] == "version") {
     std::cout << "lgreco " << lgreco::build_info::version() << " (" << lgreco::build_info::git_sha() << ", "
               << lgreco::build_info::build_type() << ", cuda " << (lgreco::build_info::cuda() ? "on" : "off") << ")\n";
-    return 0;
+    return check_stdout(0);
   }
 
   // Longest registered name that prefixes the arguments ("trace synth" wins over "trace").
@@ -93,20 +173,10 @@ int main(int argc, char** argv) {
         std::cerr << "  " << c.name << "  " << c.summary << "\n";
       }
     }
-    if (!group) std::cerr << "lgreco: error: unknown command '" << args[0] << "' (see lgreco --help)\n";
+    if (!group) return report("unknown command " + lgreco::quote_name(args[0]) + " (see lgreco --help)", 2);
     return 2;
   }
 
-  try {
-    return best->run(std::vector<std::string>(args.begin() + static_cast<long>(best_words), args.end()));
-  } catch (const lgreco::UsageError& e) {
-    std::cerr << "lgreco: error: " << e.what() << "\n";
-    return 2;
-  } catch (const lgreco::Cancelled&) {
-    std::cerr << "lgreco: interrupted; no output written\n";
-    return 130;
-  } catch (const std::exception& e) {
-    std::cerr << "lgreco: error: " << e.what() << "\n";
-    return 1;
-  }
+  const int code = run_command(*best, std::vector<std::string>(args.begin() + static_cast<long>(best_words), args.end()));
+  return check_stdout(code);
 }
