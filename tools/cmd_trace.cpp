@@ -1,12 +1,14 @@
 // `lgreco trace synth|info|validate`: write synthetic traces, describe and check trace files.
 #include <fmt/format.h>
 
+#include <climits>
 #include <cmath>
 #include <iostream>
 
 #include "core/error.hpp"
 #include "core/json_util.hpp"
 #include "core/provenance.hpp"
+#include "core/text.hpp"
 #include "core/units.hpp"
 #include "tools/args.hpp"
 #include "tools/command.hpp"
@@ -66,15 +68,14 @@ int run_synth(const std::vector<std::string>& args) {
   o.steps = parse_int("--steps", steps);
   if (p.given("--bursts")) o.bursts = parse_int("--bursts", bursts);
   if (p.given("--burst-length")) o.burst_length = parse_int("--burst-length", burst_length);
-  if (p.given("--burst-spacing")) o.burst_spacing = parse_int("--burst-spacing", spacing);
+  if (p.given("--burst-spacing")) o.burst_spacing = parse_int("--burst-spacing", spacing, 1, traces::kMaxSynthStepId);
   try {
     o.dtype = traces::parse_storage_dtype(dtype);
   } catch (const ConfigError& e) {
     throw UsageError(std::string("lgreco trace synth: --dtype: ") + e.what());
   }
   if (p.given("--seed")) {
-    const long long s = parse_int("--seed", seed);
-    if (s < 0) throw UsageError("lgreco trace synth: --seed " + seed + " must be >= 0");
+    const long long s = parse_int("--seed", seed, 0, LLONG_MAX);
     o.seed = static_cast<std::uint64_t>(s);
   }
   if (p.given("--world-size")) o.world_size = parse_int("--world-size", world);
@@ -157,6 +158,7 @@ int run_info(const std::vector<std::string>& args) {
                       {"model", h.model}, {"world_size", h.world_size}, {"dtype", traces::to_string(h.dtype)},
                       {"producer", h.producer}, {"created", h.created},
                       {"producer_config", h.producer_config.empty() ? Json(nullptr) : Json(h.producer_config)},
+                      {"derived", h.derived},
                       {"steps", r.steps()},
                       {"bursts", bursts_json(r)}, {"parameters", params}, {"file_size_bytes", r.file_size_bytes()},
                       {"has_loss", r.loss().has_value()}, {"has_lr", r.lr().has_value()}, {"layers", layers},
@@ -166,12 +168,19 @@ int run_info(const std::vector<std::string>& args) {
   }
   std::cout << fmt::format("trace {}\n  format     {} v{}\n  model      {} (world size {}, stored as {})\n"
                            "  producer   {}{}\n  created    {}\n  steps      {} in {} bursts: {}\n"
-                           "  layers     {} tensors, {} parameters ({} fp32 per step)\n  file       {}\n\n",
+                           "  layers     {} tensors, {} parameters ({} fp32 per step)\n  file       {}\n",
                            file, traces::kTraceFormatName, traces::kTraceFormatVersion, h.model, h.world_size,
                            traces::to_string(h.dtype), h.producer,
                            h.producer_config.empty() ? "" : "\n  config     " + h.producer_config, h.created, r.steps().size(), r.bursts().size(),
                            bursts_text(r), r.layers().size(), params, units::format_bytes(4.0 * static_cast<double>(params)),
                            units::format_bytes(static_cast<double>(r.file_size_bytes())));
+  if (!h.derived.empty()) {
+    // One line: what the file does not hold and the reader filled in (docs/trace-format.md).
+    std::string d;
+    for (const auto& f : h.derived) d += (d.empty() ? "" : "; ") + f;
+    std::cout << "  derived    " << d << "\n";
+  }
+  std::cout << "\n";
   std::cout << fmt::format("{:>5}  {:<44} {:<18} {:>11} {:<9} {:>6} {:>5} {:>11} {:>11} {:>6} {:>6}\n", "index", "name",
                            "shape", "numel", "kind", "bucket", "bwd", "l2 mean", "l2 max", "nan", "inf");
   for (std::size_t i = 0; i < r.layers().size(); ++i) {
@@ -226,7 +235,7 @@ int run_validate(const std::vector<std::string>& args) {
                                r.layers().size(), r.steps().size(), r.bursts().size());
     }
   }
-  if (!report.ok) std::cerr << "lgreco: error: " << report.first_problem << "\n";
+  if (!report.ok) std::cerr << "lgreco: error: " << printable(report.first_problem) << "\n";
   return report.ok ? 0 : 1;
 }
 
