@@ -10,6 +10,11 @@ namespace lgreco::traces::h5 {
 void init() {
   static std::once_flag once;
   std::call_once(once, [] {
+    // No library shutdown at exit: after a failed write (disk full, `ulimit -f`) a file that
+    // could not be flushed stays half-closed in HDF5's tables, and H5_term_library's retry of
+    // that close crashes at exit (HDF5 1.10). Outputs are committed only after an explicit,
+    // checked H5Fclose, so nothing needs HDF5's exit-time flush; the OS releases the rest.
+    H5dont_atexit();
     H5open();
     // HDF5 prints its error stack to stderr by default; the library reports errors as exceptions.
     H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);

@@ -11,7 +11,8 @@
 
 namespace lgreco::traces::h5 {
 
-/// Silences HDF5's own error-stack printing (once per process); call before any HDF5 use.
+/// Silences HDF5's own error-stack printing and turns off HDF5's exit-time shutdown (once per
+/// process; see h5.cpp for why); call before any HDF5 use.
 void init();
 
 /// Owns one HDF5 identifier of any type (closed with H5Idec_ref).
