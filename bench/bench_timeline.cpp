@@ -12,9 +12,9 @@
 
 namespace {
 
-class AlphaBeta : public lgreco::sim::CollectiveCost {
+class AlphaBeta : public lgreco::net::CollectiveCost {
  public:
-  double time_s(lgreco::sim::Collective, double bytes) const override { return bytes > 0 ? 20e-6 + bytes / 100e9 : 0; }
+  double time_s(lgreco::Collective, double bytes) const override { return bytes > 0 ? 20e-6 + bytes / 100e9 : 0; }
 };
 
 struct Fixture {

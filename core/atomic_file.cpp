@@ -60,7 +60,7 @@ void check_writable_destination(const fs::path& dest, Overwrite policy) {
   std::error_code ec;
   if (fs::is_directory(dest, ec)) throw ConfigError("output " + name + " is a directory");
   if (policy == Overwrite::kRefuse && fs::exists(fs::symlink_status(dest, ec))) {
-    throw ConfigError("output " + name + " exists; pass --force to overwrite it");
+    throw OutputExists("output " + name + " exists and is kept");
   }
   if (fs::exists(dest, ec) && !fs::is_regular_file(dest, ec)) {
     throw ConfigError("output " + name + " is not a regular file (a device, pipe or socket)");

@@ -17,6 +17,25 @@ class ConfigError : public Error {
   explicit ConfigError(const std::string& what) : Error(what) {}
 };
 
+/// A bad value of a named setting of a library call (a field of an options struct): the message is
+/// in the library's words; `field()` names the setting (snake_case) so that a command can say which
+/// of its flags caused it (tools/main.cpp prints it as --field-name and exits with the usage code).
+class FieldError : public ConfigError {
+ public:
+  FieldError(std::string field, const std::string& what) : ConfigError(field + " " + what), field_(std::move(field)), detail_(what) {}
+  const std::string& field() const { return field_; }
+  const std::string& detail() const { return detail_; }
+
+ private:
+  std::string field_, detail_;
+};
+
+/// An output that exists and may not be overwritten (the command's --force allows it).
+class OutputExists : public ConfigError {
+ public:
+  explicit OutputExists(const std::string& what) : ConfigError(what) {}
+};
+
 /// A trace file that is missing, truncated, corrupt or inconsistent with the format.
 class TraceError : public Error {
  public:

@@ -78,8 +78,9 @@ double parse_bandwidth_Bps(std::string_view text) {
                                  "Bps, KBps, MBps, GBps, TBps (bytes/s; also GB/s)";
   auto [v, unit] = split(text, "bandwidth", kForms);
   if (unit.empty()) {
-    if (v <= 0) throw ConfigError("invalid bandwidth '" + std::string(trim(text)) + "': must be positive");
-    return v;
+    // A bare number is ambiguous (bits or bytes? per second at which prefix?): a unit is required.
+    throw ConfigError("invalid bandwidth '" + std::string(trim(text)) + "': needs a unit, e.g. " + std::string(trim(text)) +
+                      "Gbps; expected " + kForms);
   }
   double prefix = 1;
   std::string rest = unit;

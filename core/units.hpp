@@ -7,7 +7,7 @@
 ///               `all_reduce_perf -b 32K` means 32768 bytes). Results must be whole bytes.
 /// - durations:  "1.5us", "1.5µs", "10ns", "3ms", "2s", "2" (seconds).
 /// - bandwidths: "25Gbps", "25Gb/s", "25Gbit/s" (bits: ÷8), "12GBps", "12GB/s" (bytes), with prefixes
-///               k/K, M, G, T (decimal, as link rates are quoted), "1e9" (bytes/second).
+///               k/K, M, G, T (decimal, as link rates are quoted); a unit is required ("10" is an error).
 /// Errors throw ConfigError naming the text and the accepted forms.
 #include <cstdint>
 #include <string>

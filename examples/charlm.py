@@ -3,10 +3,16 @@ the licence texts every Debian system ships in /usr/share/common-licenses (packa
 
     /usr/bin/python3 examples/charlm.py --steps 300 --metrics out/base.json [--record out/trace.h5]
     /usr/bin/python3 examples/charlm.py --steps 300 --schedule schedule.json --metrics out/run.json
+    /usr/bin/python3 examples/charlm.py --steps 300 --uniform-rank 4 --warmup 30 --metrics out/uniform.json
+    /usr/bin/python3 examples/charlm.py --steps 300 --online out/online --warmup 30 --period 50 --metrics out/online.json
 
-Every run attaches lgreco's ScheduleHook (an all-"none" schedule when --schedule is not given,
-which is bit-identical to DDP's own allreduce), so the bytes each rank sends are counted. Rank 0
-writes the metrics JSON: mean training loss of the last 20 steps, held-out loss, bytes per step.
+Every run attaches lgreco's ScheduleHook (an all-"none" schedule when no schedule is given, which is
+bit-identical to DDP's own allreduce), so the bytes each rank sends are counted: --schedule applies a
+schedule file; --uniform-rank R runs PowerSGD rank R on every layer the family compresses after
+--warmup uncompressed steps; --online DIR runs lgreco's OnlineHook (warm-up, a uniform window, then a
+re-plan every --period steps from the last --acc-steps error-feedback-corrected gradients, written
+to DIR). Rank 0 writes the metrics JSON: mean training loss of the last 20 steps, held-out loss, bytes
+per step; with --online every rank also writes DIR/rank<r>.json (bytes per step, decisions applied).
 """
 from __future__ import annotations
 
@@ -26,7 +32,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "python"))
-from lgreco import Schedule, ScheduleHook, TraceRecorder, make_schedule  # noqa: E402
+from lgreco import OnlineHook, Schedule, ScheduleHook, TraceRecorder, make_schedule  # noqa: E402
+from lgreco.online import candidate_sets, uniform_schedule  # noqa: E402
 
 CORPUS_DIR = pathlib.Path("/usr/share/common-licenses")
 
@@ -103,12 +110,24 @@ def worker(rank: int, world: int, args, rendezvous: str):
     model = CharLM(len(chars), d=args.d_model, layers=args.layers, ctx=args.ctx)
     ddp = nn.parallel.DistributedDataParallel(model)
     shapes = {n: tuple(p.shape) for n, p in model.named_parameters()}
-    if args.schedule:
-        schedule = Schedule.load(args.schedule)
+    sync = {"asynchronous": not args.sync_hook, "lanes": args.lanes}
+    if args.online:
+        plan = {"engine": args.engine, "budget": {"kind": "alpha", "value": args.alpha}}
+        hook = OnlineHook(ddp, family="powersgd", defaults={"rank": args.rank}, warmup_steps=args.warmup,
+                          period=args.period, acc_steps=args.acc_steps, error_mode=args.error_mode, plan=plan,
+                          seed=args.seed, out_dir=args.online if rank == 0 else None, overwrite=args.force,
+                          model_name="charlm", **sync).register(ddp)
     else:
-        schedule = Schedule(make_schedule([(0, None, "uniform", {n: {"method": "none"} for n in shapes})],
-                                          shapes, model="charlm", world_size=world))
-    hook = ScheduleHook(ddp, schedule).register(ddp)
+        if args.schedule:
+            schedule = Schedule.load(args.schedule)
+        elif args.uniform_rank is not None:
+            sets = candidate_sets(shapes, "powersgd", {"rank": args.uniform_rank})
+            schedule = Schedule(uniform_schedule(shapes, sets, args.warmup, seed=args.seed, model="charlm",
+                                                 world_size=world, family="powersgd"))
+        else:
+            schedule = Schedule(make_schedule([(0, None, "uniform", {n: {"method": "none"} for n in shapes})],
+                                              shapes, model="charlm", world_size=world))
+        hook = ScheduleHook(ddp, schedule, **sync).register(ddp)
     rec = None
     if args.record:
         rec = TraceRecorder(ddp, args.record, every=args.every, burst=args.burst, start=args.record_start,
@@ -137,6 +156,12 @@ def worker(rank: int, world: int, args, rendezvous: str):
     with torch.no_grad():
         ev = [F.cross_entropy(model(x).reshape(-1, len(chars)), y.reshape(-1)).item()
               for x, y in (batches(held, 12345, 0, i, 32, args.ctx) for i in range(8))]
+    if args.online:
+        pathlib.Path(args.online).mkdir(parents=True, exist_ok=True)
+        (pathlib.Path(args.online) / f"rank{rank}.json").write_text(json.dumps(
+            {"rank": rank, "bytes_sent_per_step": {str(s): b for s, b in sorted(hook.bytes_sent_per_step.items())},
+             "control_bytes_per_step": {str(s): b for s, b in sorted(hook.control_bytes_per_step.items())},
+             "decisions": hook.decisions, "replans": hook.replans}, indent=1))
     if rank == 0 and args.metrics:
         bytes_steps = [hook.bytes_sent_per_step[s] for s in sorted(hook.bytes_sent_per_step)]
         out = {"steps": args.steps, "world_size": world, "schedule": args.schedule,
@@ -144,6 +169,7 @@ def worker(rank: int, world: int, args, rendezvous: str):
                "bytes_total": sum(bytes_steps), "bytes_per_step_mean": sum(bytes_steps) / len(bytes_steps),
                "bytes_last_step": bytes_steps[-1],
                "predicted_bytes_last_step": hook.predicted_bytes_per_step(args.steps - 1),
+               "control_bytes_total": sum(getattr(hook, "control_bytes_per_step", {}).values()),
                "wall_s": wall, "hook_s": hook.busy_s, "params": sum(p.numel() for p in model.parameters()),
                "losses": losses}
         pathlib.Path(args.metrics).parent.mkdir(parents=True, exist_ok=True)
@@ -162,13 +188,24 @@ def parse(argv=None):
     ap.add_argument("--record-start", type=int, default=0)
     ap.add_argument("--dtype", default="float32", choices=["float32", "float16", "bfloat16"])
     ap.add_argument("--metrics", help="rank 0 writes a metrics JSON here")
-    ap.add_argument("--force", action="store_true", help="overwrite an existing trace")
+    ap.add_argument("--force", action="store_true", help="overwrite an existing trace or --online output")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--lr", type=float, default=3e-3)
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--ctx", type=int, default=32)
     ap.add_argument("--d-model", type=int, default=48)
     ap.add_argument("--layers", type=int, default=2)
+    ap.add_argument("--uniform-rank", type=int, help="PowerSGD rank R on every compressible layer after --warmup")
+    ap.add_argument("--online", metavar="DIR", help="re-plan online (OnlineHook); decisions written to DIR")
+    ap.add_argument("--warmup", type=int, default=0, help="uncompressed steps (--uniform-rank, --online)")
+    ap.add_argument("--period", type=int, default=50, help="--online: steps per window")
+    ap.add_argument("--acc-steps", type=int, default=10, help="--online: steps averaged into the measurement")
+    ap.add_argument("--rank", type=int, default=4, help="--online: the uniform default PowerSGD rank")
+    ap.add_argument("--alpha", type=float, default=1.0, help="--online: error budget, x the uniform error")
+    ap.add_argument("--engine", default="reference", help="--online: reference | exact | time | dual")
+    ap.add_argument("--error-mode", default="power", choices=["power", "exact"], help="--online")
+    ap.add_argument("--sync-hook", action="store_true", help="run the hook's rounds synchronously")
+    ap.add_argument("--lanes", type=int, default=1, help="process groups the hook's buckets take turns on")
     return ap.parse_args(argv)
 
 
@@ -176,6 +213,8 @@ def main(argv=None):
     args = parse(argv)
     if args.record and pathlib.Path(args.record).exists() and not args.force:
         sys.exit(f"charlm: error: trace {args.record} exists (use --force to overwrite)")
+    if args.online and (pathlib.Path(args.online) / "schedule.json").exists() and not args.force:
+        sys.exit(f"charlm: error: {args.online}/schedule.json exists (use --force to overwrite)")
     with tempfile.TemporaryDirectory() as tmp:
         mp.spawn(worker, args=(args.world_size, args, os.path.join(tmp, "rendezvous")),
                  nprocs=args.world_size, join=True)

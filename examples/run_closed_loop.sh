@@ -4,7 +4,8 @@
 #   examples/run_closed_loop.sh [OUT_DIR]
 # Environment: STEPS (default 300), WARMUP (30), RANK (4), EVERY (100), BURST (10),
 # CHARLM_ARGS (extra model/data flags for examples/charlm.py), LGRECO (build/tools/lgreco),
-# PLANNER=lgreco|python (default: lgreco when it supports `plan --trace`, else python).
+# PLANNER=lgreco|python (default: lgreco when it supports `plan --trace`, else python: examples/plan_from_trace.py,
+# the C++ candidates, measurement and reference DP through the native module lgreco._native).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-closed-loop-out}

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "core/int_math.hpp"
 #include "kernels/cpu/compressor.hpp"
 #include "kernels/cpu/simd.hpp"
 #include "kernels/cuda_backend.hpp"
@@ -20,13 +21,9 @@ Backend backend_from_name(std::string_view name) {
 
 std::string to_string(Backend b) { return b == Backend::kCpu ? "cpu" : "cuda"; }
 
-std::uint64_t shape_numel(std::span<const std::int64_t> shape) {
-  std::uint64_t n = 1;
-  for (std::int64_t d : shape) {
-    if (d < 0) throw InputError("tensor shape has a negative dimension " + std::to_string(d));
-    n *= static_cast<std::uint64_t>(d);
-  }
-  return n;
+std::vector<std::int64_t> context_shape(const LayerContext& ctx, std::uint64_t n) {
+  if (ctx.shape.empty()) return {static_cast<std::int64_t>(n)};
+  return {ctx.shape.begin(), ctx.shape.end()};
 }
 
 namespace {
@@ -86,9 +83,12 @@ CompressInfo Compressor::compress(std::span<const float> acc, std::span<float> o
   if (out.size() != acc.size())
     throw InputError(layer_label(ctx) + ": output has " + std::to_string(out.size()) + " elements, input " +
                      std::to_string(acc.size()));
-  if (!ctx.shape.empty() && shape_numel(ctx.shape) != acc.size())
-    throw InputError(layer_label(ctx) + ": shape has " + std::to_string(shape_numel(ctx.shape)) +
-                     " elements, the tensor " + std::to_string(acc.size()));
+  if (!ctx.shape.empty()) {
+    const auto numel = shape_numel(ctx.shape);
+    if (!numel || static_cast<std::uint64_t>(*numel) != acc.size())
+      throw InputError(layer_label(ctx) + ": shape has " + (numel ? std::to_string(*numel) : std::string("an invalid number of")) +
+                       " elements, the tensor " + std::to_string(acc.size()));
+  }
   if (acc.size() >= (std::uint64_t{1} << 32))
     throw InputError(layer_label(ctx) + ": " + std::to_string(acc.size()) + " elements; at most 2^32 − 1 supported");
   if (!acc.empty() && !out.empty() && acc.data() < out.data() + out.size() && out.data() < acc.data() + acc.size())

@@ -1,15 +1,18 @@
 #pragma once
 /// One Compressor interface over the CPU reference and the CUDA backend.
 ///
-/// compress(acc) → reconstruction c = C(acc) written into `out`, plus the exact wire size, the
-/// collective, the allreduce round split and (top-k) the encoding used. Error feedback is NOT done
+/// compress(acc) → reconstruction c = C(acc) written into `out`, plus the wire size (exactly
+/// kernels/wire.hpp's wire_plan for the layer's shape and step: every size on the wire is fixed by
+/// the shape), the length of the data-dependent code where a method has one, and (top-k) the
+/// encoding used. Error feedback is NOT done
 /// by a compressor: kernels/error_feedback.hpp runs acc = g + e; c = C(acc); e ← acc − c for every
 /// method alike (with top-k's DGC momentum correction folded in, see error_feedback.hpp). Per-layer
 /// state that a method keeps across steps (PowerSGD's warm-start Q, DGC's velocity) lives in
 /// LayerState, owned by the caller (normally ErrorFeedback).
 ///
 /// Validation done by every backend before any work (Compressor::compress is non-virtual):
-/// - acc.size() == out.size() == product(shape) (shape empty = 1-D), N < 2^32;
+/// - acc.size() == out.size() == product(shape), N < 2^32 (a context without a shape, the empty
+///   span, stands for the 1-D shape [acc.size()]: context_shape below);
 /// - every acc[i] finite, else InputError "layer '<name>' (index <layer>) step <step>: non-finite
 ///   input value <v> at element <i> (gradients must be finite)" naming the first bad element.
 /// Zero-length and all-zero layers are valid and reconstruct to zeros (see each method's header).
@@ -38,12 +41,20 @@ struct LayerContext {
   std::uint64_t index = 0;               ///< layer index: rng::stream_of(step, index)
   std::uint64_t step = 0;                ///< training step: rng::stream_of(step, index)
   std::uint64_t seed = 0;                ///< run seed (PowerSGD uses its own `seed` parameter)
-  std::span<const std::int64_t> shape;   ///< tensor shape; empty = 1-D of acc.size()
+  std::span<const std::int64_t> shape;   ///< tensor shape; empty = not given (1-D of acc.size())
 };
+
+/// The shape a compression uses: ctx.shape, or [n] when the context gives none (for a scalar,
+/// [] and [1] have the same matrix view and size, so the two readings agree).
+std::vector<std::int64_t> context_shape(const LayerContext& ctx, std::uint64_t n);
 
 /// What one compression produced, besides the reconstruction.
 struct CompressInfo {
-  WireSize wire;                                ///< exact bytes, collective, round split
+  WireSize wire;                                ///< bytes on the wire: wire_plan(spec, shape, step).size
+  /// The data-dependent code's length where the method has one (top-k delta: 4k' + ⌈Σ gamma/8⌉;
+  /// QSGD elias: ⌈Σ code bits/8⌉ + norms; DGC selection: the k' ≤ k entries kept), i.e. what a
+  /// variable-size transport would carry; equal to wire.bytes for every other setting.
+  std::uint64_t coded_bytes = 0;
   TopkEncoding encoding = TopkEncoding::kAuto;  ///< top-k: the encoding used (never kAuto there)
   std::uint64_t kept = 0;                       ///< top-k/random-k: entries sent; powersgd: r_eff
   bool compressed = true;                       ///< false when PowerSGD sent the layer dense
@@ -103,8 +114,5 @@ float check_finite(std::span<const float> values, const LayerContext& ctx, std::
 /// Compressor::compress scans the reconstruction for Inf/NaN (and throws InputError naming the
 /// method) when the input's largest magnitude reaches this; below it no method can overflow fp32.
 inline constexpr float kReconstructionCheckAbove = 65504.0f;
-
-/// The product of the dimensions (callers treat an empty shape as "1-D of numel", not as 1).
-std::uint64_t shape_numel(std::span<const std::int64_t> shape);
 
 }  // namespace lgreco::kernels

@@ -1,40 +1,31 @@
 #pragma once
-/// Compression methods and their typed parameters (standard library only).
+/// Compression methods, their typed parameters, and the method registry (standard library only).
 ///
-/// A method is written {"method": "<name>", "params": {...}}. Every parameter has a default; an
-/// unknown parameter, a malformed value or a value out of range is a ConfigError naming the method,
-/// the parameter, the value and what was expected. Parameter values arrive as strings (JSON numbers,
-/// booleans and strings all have an obvious text form; kernels/method_json.hpp converts JSON).
+/// The registry (methods() below, kernels/registry.cpp) is the one table of methods in lgreco:
+/// every method's name, the collective its payload needs, and every parameter with its type,
+/// default, range and meaning. The planner, the simulator, the CLI (`lgreco methods`) and the
+/// Python package (the native module, or the file generated from this table) all read it; the
+/// wire-size formulas live next to it in kernels/wire.hpp.
 ///
-/// | method   | params (defaults)                                                                 |
-/// |----------|-----------------------------------------------------------------------------------|
-/// | none     | –                                                                                 |
-/// | fp16     | –                                                                                 |
-/// | bf16     | –                                                                                 |
-/// | powersgd | rank (4, ≥ 0), power_iterations (1, 1..16), min_compression_rate (2, > 0),        |
-/// |          | warm_start (true), orthogonalization ("auto" | "gram-schmidt" | "qr"), seed (0)     |
-/// | topk     | density (0.01, (0, 1]), encoding ("auto" | "pairs" | "bitmap" | "delta"),         |
-/// |          | selection ("exact" | "dgc"), momentum (0, [0, 1)), warmup_steps (0, ≥ 0)          |
-/// | randomk  | density (0.01, (0, 1]), scaled (false: values sent as they are; true: × N/k)       |
-/// | qsgd     | bits (4, 2..16) or levels (s, 1..32767; bits b ⇔ s = 2^(b−1) − 1; not both),        |
-/// |          | bucket_size (512, ≥ 1), norm ("l2" | "max"), encoding ("fixed" | "elias")          |
-/// | maxmin   | bits (4, 1..8), bucket_size (1024, ≥ 1), rounding ("stochastic" | "nearest")       |
-/// | sign     | bucket_size (1024, ≥ 1)                                                           |
-/// | terngrad | –                                                                                 |
-/// | nuqsgd   | levels (4, 1..30), bucket_size (512, ≥ 1)                                         |
+/// A method is written {"method": "<name>", "params": {...}}. Every parameter has a default (the
+/// member initialisers of the parameter structs below are the defaults); an unknown parameter, a
+/// malformed value or a value out of range is a ConfigError naming the method, the parameter, the
+/// value and what was expected. Parameter values arrive as text (JSON numbers, booleans and strings
+/// have an obvious text form; kernels/method_json.hpp converts JSON).
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
+#include <variant>
 #include <vector>
+
+#include "core/collective.hpp"
 
 namespace lgreco::kernels {
 
-/// The compression methods (see the table above).
+/// The compression methods, in registry order.
 enum class Method { kNone, kFp16, kBf16, kPowerSgd, kTopK, kRandomK, kQsgd, kMaxMin, kSign, kTernGrad, kNuqsgd };
-
-/// The collective a method's payload needs.
-enum class Collective { kAllreduce, kAllgather };
 
 /// PowerSGD orthogonalisation of P (and of the warm-start Q).
 enum class Orthogonalization { kAuto, kGramSchmidt, kQr };
@@ -48,7 +39,8 @@ enum class TopkSelection { kExact, kDgc };
 /// QSGD norm: L2 of the bucket (QSGD) or max |v| of the bucket (QSGDinf).
 enum class QsgdNorm { kL2, kMax };
 
-/// QSGD wire size: fixed-width codes, or the measured Elias-gamma length of the codes.
+/// QSGD codes: fixed width, or Elias-gamma coded levels (packed into the fixed worst-case length
+/// on the wire, kernels/wire.hpp).
 enum class QsgdEncoding { kFixed, kElias };
 
 /// Rounding to a quantisation level.
@@ -57,7 +49,7 @@ enum class Rounding { kStochastic, kNearest };
 /// PowerSGD parameters (PyTorch hook semantics).
 struct PowerSgdParams {
   int rank = 4;                          ///< target rank r (0 allowed: send nothing)
-  int power_iterations = 1;              ///< subspace iterations per step
+  int power_iterations = 1;              ///< subspace iterations per step (each allreduces P and Q)
   double min_compression_rate = 2.0;     ///< compress iff (n+m)·r_eff·rate < n·m
   bool warm_start = true;                ///< keep Q across steps
   Orthogonalization orthogonalization = Orthogonalization::kAuto;  ///< auto: GS for r_eff ≤ 2, else QR
@@ -85,12 +77,12 @@ struct RandomkParams {
   bool scaled = false;    ///< false: reconstruction keeps the values; true: values × N/k (unbiased)
 };
 
-/// QSGD parameters; `levels` is s (bits b ⇔ s = 2^(b−1) − 1).
+/// QSGD parameters; `levels` is s (the input alias bits b ⇔ s = 2^(b−1) − 1).
 struct QsgdParams {
   int levels = 7;                           ///< s ≥ 1
   int bucket_size = 512;                    ///< elements per norm
   QsgdNorm norm = QsgdNorm::kL2;            ///< bucket scale
-  QsgdEncoding encoding = QsgdEncoding::kFixed;  ///< wire size accounting
+  QsgdEncoding encoding = QsgdEncoding::kFixed;  ///< code format
 };
 
 /// Max-min (CGX) parameters.
@@ -127,9 +119,59 @@ struct MethodSpec {
 /// Key/value parameter strings as written by the user.
 using ParamList = std::vector<std::pair<std::string, std::string>>;
 
+// ---------------------------------------------------------------------------------------------
+// The registry.
+
+/// How a parameter's value is written.
+enum class ParamType { kInt, kReal, kBool, kChoice };
+
+/// A typed parameter value.
+using ParamValue = std::variant<std::int64_t, double, bool, std::string>;
+
+/// One parameter of one method.
+struct ParamInfo {
+  const char* name;                    ///< as in JSON and --default
+  ParamType type;
+  const char* meaning;                 ///< one line for help texts and docs
+  std::int64_t int_min = 0, int_max = 0;  ///< kInt: inclusive range
+  double real_min = 0, real_max = 0;   ///< kReal: range, ends open or closed as below
+  bool min_open = false, max_open = false;
+  std::span<const char* const> choices;  ///< kChoice: allowed strings
+  /// Input-only alias of another parameter (qsgd "bits" → "levels"): accepted by the parsers,
+  /// never written; giving both is an error.
+  const char* alias_for = nullptr;
+  void (*set)(MethodSpec&, const ParamValue&) = nullptr;  ///< stores a validated value
+  ParamValue (*get)(const MethodSpec&) = nullptr;         ///< reads it back (nullptr for aliases)
+};
+
+/// One method.
+struct MethodInfo {
+  Method method;
+  const char* name;
+  Collective collective;               ///< allreduce (summable payloads) or allgather
+  const char* summary;                 ///< one line
+  const char* wire_formula;            ///< bytes per worker per step, as kernels/wire.hpp computes them
+  std::span<const ParamInfo> params;   ///< in canonical order (aliases last)
+  /// The parameter a family of this method varies across candidates ("" = none: a family of this
+  /// method is its single setting).
+  const char* planned_param;
+};
+
+/// Every method, in the order of the Method enum.
+std::span<const MethodInfo> methods();
+/// The registry entry of a method.
+const MethodInfo& method_info(Method m);
+/// The entry named `name`, or nullptr.
+const MethodInfo* find_method(std::string_view name);
+/// A parameter of a method (aliases included), or nullptr.
+const ParamInfo* find_param(const MethodInfo& m, std::string_view name);
+
 /// Parses a method name and its parameters; throws ConfigError (unknown method or parameter,
-/// duplicate key, malformed or out-of-range value, qsgd with both bits and levels).
+/// duplicate key, malformed or out-of-range value, an alias given together with its target).
 MethodSpec parse_method(std::string_view name, const ParamList& params = {});
+
+/// Parses "name[:key=value,...]" (the CLI's --pin and --method form); ConfigError as above.
+MethodSpec parse_method_text(std::string_view text);
 
 /// The canonical name ("powersgd", "topk", ...).
 std::string method_name(Method m);
@@ -137,18 +179,25 @@ std::string method_name(Method m);
 /// Parses a method name alone; throws ConfigError listing the known names.
 Method method_from_name(std::string_view name);
 
-/// All resolved parameters of a spec in canonical text form (parse_method(name, params(spec)) == spec).
-/// Qsgd is written with "levels" (never "bits").
+/// The collective a method's payload needs.
+Collective method_collective(Method m);
+
+/// All resolved parameters of a spec in canonical text form, in registry order, aliases never
+/// written (parse_method(name, resolved_params(spec)) == spec).
 ParamList resolved_params(const MethodSpec& spec);
 
-/// Short human label, e.g. "powersgd(rank=4)", "topk(density=0.01)", "maxmin(bits=4)".
+/// The text form of a typed value ("4", "0.01", "true", "auto"): integers in decimal, reals in the
+/// shortest form that reads back exactly, booleans as true/false.
+std::string value_text(const ParamValue& v);
+
+/// Short human label: the method, its planned parameter (always) and every other parameter that
+/// differs from its default, e.g. "powersgd rank=4", "topk density=0.01 encoding=pairs".
 std::string describe(const MethodSpec& spec);
 
 /// Field-wise equality of the meaningful parameters.
 bool operator==(const MethodSpec& a, const MethodSpec& b);
 
 /// Text forms of the enums (as in the parameter table).
-std::string to_string(Collective c);
 std::string to_string(TopkEncoding e);
 std::string to_string(Orthogonalization o);
 

@@ -44,11 +44,26 @@ nlohmann::json typed(const std::string& text) {
 MethodSpec method_from_json(const nlohmann::json& j, const std::string& where) {
   JsonObject o(j, where);
   const auto name = o.get<std::string>("method");
+  const MethodInfo* info = find_method(name);
   ParamList params;
   if (const nlohmann::json* p = o.find("params")) {
     if (!p->is_object()) throw ConfigError(where + ".params: expected an object, got " + p->dump());
-    for (auto it = p->begin(); it != p->end(); ++it)
-      params.emplace_back(it.key(), scalar_text(it.value(), where + ".params." + it.key()));
+    for (auto it = p->begin(); it != p->end(); ++it) {
+      // JSON values carry their type: a number for int and real parameters, a boolean for bool,
+      // a string for a choice (the text forms of the CLI are parsed by parse_method).
+      const ParamInfo* pi = info ? find_param(*info, it.key()) : nullptr;
+      const nlohmann::json& v = it.value();
+      if (pi) {
+        const bool ok = pi->type == ParamType::kBool     ? v.is_boolean()
+                        : pi->type == ParamType::kChoice ? v.is_string()
+                                                         : v.is_number();
+        if (!ok) {
+          const char* want = pi->type == ParamType::kBool ? "true or false" : pi->type == ParamType::kChoice ? "a string" : "a number";
+          throw ConfigError(where + ": method '" + name + "': parameter '" + it.key() + "' = " + v.dump() + ": expected " + want);
+        }
+      }
+      params.emplace_back(it.key(), scalar_text(v, where + ".params." + it.key()));
+    }
   }
   o.finish();
   try {
@@ -62,6 +77,74 @@ nlohmann::json method_to_json(const MethodSpec& spec) {
   nlohmann::json params = nlohmann::json::object();
   for (const auto& [k, v] : resolved_params(spec)) params[k] = typed(v);
   return {{"method", method_name(spec.method)}, {"params", params}};
+}
+
+nlohmann::json registry_to_json() {
+  nlohmann::json out = nlohmann::json::array();
+  for (const MethodInfo& m : methods()) {
+    MethodSpec defaults;
+    defaults.method = m.method;
+    nlohmann::json params = nlohmann::json::array();
+    for (const ParamInfo& p : m.params) {
+      nlohmann::json j = {{"name", p.name}, {"meaning", p.meaning}};
+      switch (p.type) {
+        case ParamType::kInt:
+          j["type"] = "int";
+          j["min"] = p.int_min;
+          j["max"] = p.int_max;
+          break;
+        case ParamType::kReal:
+          j["type"] = "real";
+          j["min"] = p.real_min;
+          j["max"] = p.real_max;
+          j["min_open"] = p.min_open;
+          j["max_open"] = p.max_open;
+          break;
+        case ParamType::kBool: j["type"] = "bool"; break;
+        case ParamType::kChoice:
+          j["type"] = "choice";
+          j["choices"] = std::vector<std::string>(p.choices.begin(), p.choices.end());
+          break;
+      }
+      if (p.get) j["default"] = typed(value_text(p.get(defaults)));
+      if (p.alias_for) {
+        // The alias's meaning as data: every alias value and the target value it stands for.
+        const ParamInfo* target = find_param(m, p.alias_for);
+        nlohmann::json values = nlohmann::json::object();
+        for (std::int64_t v = p.int_min; v <= p.int_max; ++v) {
+          const MethodSpec s = parse_method(m.name, {{p.name, std::to_string(v)}});
+          values[std::to_string(v)] = typed(value_text(target->get(s)));
+        }
+        j["alias_for"] = p.alias_for;
+        j["alias_values"] = values;
+      }
+      params.push_back(j);
+    }
+    out.push_back({{"name", m.name}, {"collective", to_string(m.collective)}, {"summary", m.summary},
+                   {"wire_formula", m.wire_formula}, {"planned_param", m.planned_param}, {"params", params}});
+  }
+  return {{"schema_version", 1}, {"kind", "lgreco-methods"}, {"methods", out}};
+}
+
+nlohmann::json wire_plan_to_json(const WirePlan& plan, Method method) {
+  const WireSize& w = plan.size;
+  nlohmann::json j = {{"bytes", w.bytes},
+                      {"collective", to_string(w.collective)},
+                      {"rounds", {w.allreduce_round_bytes[0], w.allreduce_round_bytes[1]}},
+                      {"allgather_bytes", w.allgather_bytes}};
+  if (method == Method::kTopK || method == Method::kRandomK) j["k"] = plan.k;
+  if (method == Method::kTopK) j["encoding"] = to_string(plan.encoding);
+  if (method == Method::kPowerSgd)
+    j["view"] = {{"n", plan.view.n}, {"m", plan.view.m}, {"rank", plan.view.r_eff}, {"compressed", plan.view.compressed}};
+  if (plan.code_bits > 0) j["code_bits"] = plan.code_bits;
+  if (plan.raw) j["raw"] = true;
+  return j;
+}
+
+nlohmann::json wire_stage_to_json(const WireStage& stage, Method method) {
+  return {{"from_step", stage.from_step},
+          {"to_step", stage.to_step ? nlohmann::json(*stage.to_step) : nlohmann::json(nullptr)},
+          {"plan", wire_plan_to_json(stage.plan, method)}};
 }
 
 DeviceProfile profile_from_json(const nlohmann::json& j, const std::string& where) {

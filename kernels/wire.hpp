@@ -1,26 +1,31 @@
 #pragma once
-/// Wire sizes: bytes each worker sends per step for one layer, and the collective that carries them.
+/// Wire sizes: the bytes each worker sends per step for one layer, and the collective that carries
+/// them. The one home of every wire-size formula in lgreco (planner, simulator, replay, CLI and the
+/// Python package all get their byte counts from here).
 ///
-/// N = numel, shape[0] = n (1-D and scalar tensors: n = N), m = N / n. All sizes are exact:
-///   none       4N                                             allreduce
-///   fp16/bf16  2N                                             allreduce
+/// Every size is a function of the method, the tensor's shape and the training step only, never of
+/// the data: a collective carries a fixed-size payload. Encodings whose code length depends on the
+/// values (top-k "delta", QSGD "elias", DGC's sampled selection) are packed into their worst-case
+/// length for the shape; the length of the code itself is reported separately by the compressors
+/// (CompressInfo::coded_bytes), as what a variable-size transport would carry.
+///
+/// N = numel = product of the shape (the empty shape is a scalar, N = 1); matrix view
+/// n = shape[0] (1 for a scalar), m = N / n. Per method:
+///   none       4N                                                                allreduce
+///   fp16/bf16  2N                                                                allreduce
 ///   powersgd   r_eff = min(n, m, rank); compressed iff r_eff ≥ 1 and (n+m)·r_eff·rate < n·m, or
-///              rank == 0 and N > 0 (sends nothing).
-///              compressed: q·4·r_eff·n in round 0 (P) + q·4·r_eff·m in round 1 (Q), q = power
-///              iterations (each iteration allreduces P and Q once; q = 1 is the PyTorch hook);
-///              else 4N in round 0                                               allreduce
-///   topk       k = N == 0 ? 0 : max(1, ceil(density·N)); pairs 8k; bitmap ceil(N/8) + 4k;
-///              delta 4k + ceil(Σ gamma_len(gap)/8), gaps = idx0 + 1, idx_j − idx_{j−1};
-///              auto = min(pairs, bitmap), ties → pairs. DGC selection sends k' ≤ k entries
-///              (k' = entries actually kept) with the same formulas. With warm-up
-///              (warmup_steps W > 0) k is taken at the step's density d(t) =
-///              topk_density_at(params, t) (below), so the bytes of step t are the formulas
-///              with k(t) = max(1, ceil(d(t)·N)); momentum correction does not change the size.
-///                                                                              allgather
+///              rank == 0 and N > 0 (sends nothing). Compressed: q·4·r_eff·n in round 0 (P) +
+///              q·4·r_eff·m in round 1 (Q), q = power iterations (each allreduces P and Q once;
+///              q = 1 is the PyTorch hook); else 4N in round 0                 allreduce
+///   topk       k = N == 0 ? 0 : max(1, ceil(d·N)), d = topk_density_at(params, step) (the target
+///              density when there is no DGC warm-up or in the steady state); pairs 8k; bitmap
+///              ceil(N/8) + 4k; delta 4k + ceil(G(N, k)/8) with G the largest Elias-gamma length
+///              of k increasing indices in [0, N) (delta_bound_bits); auto = min(pairs, bitmap),
+///              ties → pairs. DGC selection keeps k' ≤ k entries and pads to k.     allgather
 ///   randomk    4k (indices come from the shared seed)                           allreduce
-///   qsgd       fixed: ceil(N·ceil(log2(2s+1))/8) + 4·ceil(N/bucket); elias: ceil(B/8) +
-///              4·ceil(N/bucket), B = Σ_i gamma_len(ξ_i + 1) + [ξ_i ≠ 0] (ξ = level magnitude,
-///              one sign bit for non-zero levels)                                allgather
+///   qsgd       ceil(N·w/8) + 4·ceil(N/bucket); fixed: w = ceil(log2(2s+1)); elias: w =
+///              2·floor(log2(s+1)) + 2, the longest code (gamma_len(ξ+1) + sign bit, ξ ≤ s), so
+///              Elias is never smaller on the wire than fixed width         allgather
 ///   maxmin     N < 16: 4N (raw); else ceil(bits·N/8) + 8·ceil(N/bucket)          allgather
 ///   sign       ceil(N/8) + 4·ceil(N/bucket)                                      allgather
 ///   terngrad   ceil(2N/8) + 4                                                    allgather
@@ -28,8 +33,11 @@
 /// where gamma_len(g) = 2·floor(log2 g) + 1 for g ≥ 1 (Elias gamma).
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <span>
+#include <vector>
 
+#include "core/int_math.hpp"
 #include "kernels/method.hpp"
 
 namespace lgreco::kernels {
@@ -42,7 +50,8 @@ struct WireSize {
   std::uint64_t allgather_bytes = 0;               ///< payload of one worker in the allgather
 };
 
-/// PowerSGD's matrix view of a tensor: n = shape[0] (N for 1-D/scalar), m = N / n, r_eff.
+/// The one matrix view of a tensor (PowerSGD's, and every "is it a matrix" question):
+/// n = shape[0] (1 for a scalar), m = N / n, r_eff = min(n, m, rank).
 struct MatrixView {
   std::int64_t n = 0;       ///< rows
   std::int64_t m = 0;       ///< columns
@@ -50,33 +59,36 @@ struct MatrixView {
   bool compressed = false;  ///< the compressibility rule (see above)
 };
 
-/// ceil(a / b) for b > 0.
-constexpr std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; }
+/// Everything about a layer's transfer that the method, the shape and the step decide: the sizes
+/// and the resolved quantities an implementation needs to produce exactly those sizes.
+struct WirePlan {
+  WireSize size;
+  MatrixView view;                              ///< powersgd: the matrix view and rule
+  std::uint64_t k = 0;                          ///< topk / randomk: entries on the wire
+  TopkEncoding encoding = TopkEncoding::kAuto;  ///< topk: the encoding used (never kAuto)
+  bool raw = false;                             ///< sent as fp32 values (none, maxmin N < 16, powersgd uncompressed)
+  int code_bits = 0;                            ///< quantisers: bits per element on the wire (QSGD Elias: the longest code)
+};
 
-/// ceil(log2(x)) for x ≥ 1 (0 for x = 1).
-constexpr int ceil_log2(std::uint64_t x) {
-  int b = 0;
-  while ((std::uint64_t{1} << b) < x) ++b;
-  return b;
-}
-
-/// floor(log2(x)) for x ≥ 1.
-constexpr int floor_log2(std::uint64_t x) {
-  int b = -1;
-  while (x) {
-    x >>= 1;
-    ++b;
-  }
-  return b;
-}
+/// A range of training steps [from_step, to_step) over which a layer's wire plan is constant
+/// (top-k's DGC warm-up changes k every `warmup_steps`; every other method has one stage).
+struct WireStage {
+  std::uint64_t from_step = 0;
+  std::optional<std::uint64_t> to_step;  ///< nullopt = open
+  WirePlan plan;
+};
 
 /// Elias-gamma code length of g ≥ 1: 2·floor(log2 g) + 1 bits.
 constexpr std::uint64_t elias_gamma_bits(std::uint64_t g) { return 2u * static_cast<std::uint64_t>(floor_log2(g)) + 1u; }
 
-/// PowerSGD's matrix view and compressibility rule; shape empty means 1-D of `numel`.
-MatrixView powersgd_view(std::span<const std::int64_t> shape, std::uint64_t numel, const PowerSgdParams& p);
+/// The number of elements of a shape, for the formulas above; ConfigError naming the shape when
+/// the product is negative or overflows.
+std::uint64_t wire_numel(std::span<const std::int64_t> shape);
 
-/// k of top-k / random-k: N == 0 ? 0 : max(1, ceil(density·N)) (ceil computed in double, clamped ≤ N).
+/// The matrix view and PowerSGD's compressibility rule for a tensor of `shape` under `p`.
+MatrixView powersgd_view(std::span<const std::int64_t> shape, const PowerSgdParams& p);
+
+/// k of top-k / random-k: N == 0 ? 0 : max(1, ceil(density·N)) (ceil in double, clamped ≤ N).
 std::uint64_t sparse_k(std::uint64_t numel, double density);
 
 /// DGC's warm-up density of top-k at training step t (the trace's step id):
@@ -95,21 +107,30 @@ TopkEncoding topk_auto_encoding(std::uint64_t numel, std::uint64_t k);
 /// Σ gamma_len of the index gaps of strictly increasing indices (first gap = idx0 + 1).
 std::uint64_t delta_gamma_bits(std::span<const std::uint32_t> sorted_indices);
 
+/// The largest delta_gamma_bits of any k strictly increasing indices in [0, N) (k ≤ N): gaps as
+/// equal as possible (powers of two p and p+1, p = floor(log2(N/k))), which maximises Σ floor(log2 g)
+/// under Σ g ≤ N.
+std::uint64_t delta_bound_bits(std::uint64_t numel, std::uint64_t k);
+
 /// Code width of QSGD with s levels: ceil(log2(2s + 1)) bits.
 int qsgd_code_bits(int levels);
+
+/// The longest Elias-coded QSGD element: gamma_len(s + 1) + 1 sign bit = 2·floor(log2(s+1)) + 2.
+int qsgd_elias_max_bits(int levels);
 
 /// Code width of NUQSGD with s levels: 1 + ceil(log2(s + 2)) bits.
 int nuqsgd_code_bits(int levels);
 
-/// The wire size of a method for a tensor, exact for every data-independent case. For topk with
-/// encoding kDelta, topk with DGC selection and qsgd with Elias encoding the size depends on the
-/// data: this returns an estimate (full k with pairs for delta, auto for DGC, the fixed code width
-/// for Elias) and CompressInfo::wire carries the exact figure of a compression.
-/// This form is the steady state: top-k at its target density (after any warm-up).
-WireSize wire_size(const MethodSpec& spec, std::span<const std::int64_t> shape, std::uint64_t numel);
+/// The wire plan at training step `step`, or in the steady state (top-k at its target density,
+/// after any warm-up) when `step` is nullopt.
+WirePlan wire_plan(const MethodSpec& spec, std::span<const std::int64_t> shape, std::optional<std::uint64_t> step = std::nullopt);
 
-/// The wire size at training step `step`: as above, with top-k's k at topk_density_at(step).
-WireSize wire_size(const MethodSpec& spec, std::span<const std::int64_t> shape, std::uint64_t numel,
-                   std::uint64_t step);
+/// wire_plan(...).size.
+WireSize wire_size(const MethodSpec& spec, std::span<const std::int64_t> shape, std::optional<std::uint64_t> step = std::nullopt);
+
+/// The stages of the wire plan over steps [from_step, to_step) (to_step nullopt = open): one stage
+/// for every method except top-k during a DGC warm-up, which gets one per density.
+std::vector<WireStage> wire_stages(const MethodSpec& spec, std::span<const std::int64_t> shape, std::uint64_t from_step,
+                                   std::optional<std::uint64_t> to_step);
 
 }  // namespace lgreco::kernels

@@ -1,6 +1,10 @@
 // NCCL-shaped collective cost; the formulas are stated in collectives.hpp.
 #include "network_models/collectives.hpp"
 
+#include "core/int_math.hpp"
+
+#include "network_models/preset_constants.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -15,17 +19,19 @@ constexpr int kNvlink = 0, kPcie = 1, kNet = 2;
 /// NCCL's architecture row: 0 Volta/Turing, 1 Ampere, 2 Hopper, 3 Blackwell.
 int arch_index(int cc) { return cc >= 100 ? 3 : cc >= 90 ? 2 : cc >= 80 ? 1 : 0; }
 
-int floor_log2(int x) {
-  int b = 0;
-  while ((x >>= 1) > 0) ++b;
-  return b;
-}
-
 }  // namespace
+
+ModelParams nccl_params(const Topology& t, int ranks) { return nccl_params(t, embed(t, ranks)); }
 
 ModelParams default_params(const Topology& t, int ranks) { return default_params(t, embed(t, ranks)); }
 
 ModelParams default_params(const Topology& t, const Embedding& e) {
+  ModelParams p = nccl_params(t, e);
+  apply_corpus_constants(p, t, e, corpus_constants());
+  return p;
+}
+
+ModelParams nccl_params(const Topology& t, const Embedding& e) {
   ModelParams p;
   // baseLat (µs) and hwLat by class (nvlink, pcie, net), NCCL 2.30.7 (reference-network.md).
   const double ring_base[3] = {6.6, 14.0, 8.4}, tree_base[3] = {6.8, 14.0, 8.4};
@@ -53,7 +59,8 @@ ModelParams default_params(const Topology& t, const Embedding& e) {
   p.tree_per_channel_Bps = tree_bw[a][col] * kGB;
   p.channels = e.hosts > 1 ? std::max(2, 2 * t.nics_per_host()) : std::max(2, t.gpu.nvlinks);
   if (t.transport == Transport::kSocket) {
-    // Assumptions, not NCCL constants: sockets reach about half the line rate and add per-hop
+    // NCCL's model has no socket penalty; the uncalibrated prior of calibration keeps the earlier
+    // assumptions: sockets reach about half the line rate and add per-hop
     // latency (docs/network-model.md); calibrate with `lgreco net calibrate`.
     p.net_efficiency = 0.5;
     p.net_extra_hop_s = 20 * kUs;
@@ -66,20 +73,28 @@ CollectiveModel::CollectiveModel(const Topology& t, int ranks, ModelParams p) : 
 CollectiveModel::CollectiveModel(Embedding e, const Topology& t, ModelParams p)
     : emb_(std::move(e)), p_(std::move(p)), cc_(t.gpu.compute_capability), transport_(t.transport) {
   nvls_ = t.nvls && emb_.hosts == 1 && emb_.ranks_per_host >= 5;
+  nvls_tree_ = t.nvls && emb_.hosts > 1 && emb_.ranks_per_host >= 5;
   build(p_, table_);
-  ModelParams tuning = default_params(t, emb_);
+  ModelParams tuning = nccl_params(t, emb_);
   tuning.allow_hierarchical = p_.allow_hierarchical;
   build(tuning, tuning_);
 }
 
 void CollectiveModel::build(const ModelParams& p_, Table& table) const {
-  auto at = [&table](CollectiveKind c, Algorithm a, Protocol p) -> Entry& {
+  auto at = [&table](Collective c, Algorithm a, Protocol p) -> Entry& {
     return table[static_cast<int>(c)][static_cast<int>(a)][static_cast<int>(p)];
   };
   const int n = emb_.ranks, N = emb_.hosts, ppn = emb_.ranks_per_host;
   if (n <= 1) return;
   const int intra = emb_.intra_class == LinkClass::kNvlink ? kNvlink : kPcie;
-  const double B = std::min(emb_.ring_local_Bps, p_.net_efficiency * emb_.ring_net_Bps);
+  const double B_local = emb_.ring_local_Bps * p_.intra_efficiency, B_net = p_.net_efficiency * emb_.ring_net_Bps;
+  const double B = std::min(B_local, B_net);
+  const double B_intra = emb_.intra_ring_Bps * p_.intra_efficiency;  // one host's own ring
+  // Tree bus bandwidth. NCCL's model: the ring's. NIC-aware (corpus presets): a double binary tree moves
+  // S per host and direction through the NICs on 2 hosts and up to 2S on more, against the ring's
+  // 2(n-1)/n·S, and each host's chain carries 2S per GPU (algBw = 0.5·bus below).
+  const double f_nic = N <= 2 ? 1.0 : 2.0;
+  const double B_tree = p_.tree_nic_aware ? std::min(B_local, 2.0 * B_net / f_nic) : B;
   const double C = p_.channels;
   const bool ll128 = emb_.intra_class == LinkClass::kNvlink && (cc_ == 70 || cc_ == 80 || cc_ == 90 || cc_ == 100) &&
                      (N == 1 || transport_ == Transport::kRdma);
@@ -87,6 +102,8 @@ void CollectiveModel::build(const ModelParams& p_, Table& table) const {
     const double h = (tree ? q.tree_hop_s : q.ring_hop_s)[cls] * p_.hop_scale[cls];
     return cls == kNet ? h + p_.net_extra_hop_s : h;
   };
+  // Pipeline fill of `steps` stages of K bytes at bus bandwidth `bw` (corpus presets; 0 otherwise).
+  auto fill = [&](double steps, double bw) { return p_.fill_bytes > 0 ? steps * p_.fill_bytes / bw : 0.0; };
   auto ring_bus = [&](Protocol pr, double bus, int ppn_) {
     switch (pr) {
       case Protocol::kLL: return std::min(p_.ll_max_Bps, 0.5 * bus);
@@ -96,9 +113,9 @@ void CollectiveModel::build(const ModelParams& p_, Table& table) const {
     return bus;
   };
   for (int ci = 0; ci < 4; ++ci) {
-    const auto c = static_cast<CollectiveKind>(ci);
-    const bool ar = c == CollectiveKind::kAllreduce;
-    const int nsteps = ar ? 2 * (n - 1) : c == CollectiveKind::kBroadcast ? n : n - 1;
+    const auto c = static_cast<Collective>(ci);
+    const bool ar = c == Collective::kAllreduce;
+    const int nsteps = ar ? 2 * (n - 1) : c == Collective::kBroadcast ? n : n - 1;
     const int lat_steps = ar ? 2 * (n - 1) : n - 1;
     const int n_inter = N == 1 ? 0 : ar ? 2 * (N - 1) : N - 1;
     for (int pi = 0; pi < kNumProtocols; ++pi) {
@@ -109,15 +126,17 @@ void CollectiveModel::build(const ModelParams& p_, Table& table) const {
       ring.ok = true;
       ring.algbw_Bps = ring_bus(pr, B, ppn) * q.bw_multiplier * n / nsteps;
       ring.latency_s = q.ring_base_s + (lat_steps - n_inter) * hop(q, false, intra) + n_inter * hop(q, false, kNet);
+      ring.fill_s = pr == Protocol::kLL ? 0 : fill(N == 1 ? nsteps : 2.0 * (ppn - 1), B_intra);
       if (ar && N > 1) {
         Entry& tree = at(c, Algorithm::kTree, pr);
-        const double bt = std::min(0.92 * B, C * p_.tree_per_channel_Bps);
+        const double bt = std::min(0.92 * B_tree, C * p_.tree_per_channel_Bps);
         double bp = bt;
         if (pr == Protocol::kLL) bp = std::min(bt / 3.8, p_.ll_max_Bps);
         if (pr == Protocol::kLL128) bp = std::min(bt * (N == 1 ? 7.0 / 9.0 : 120.0 / 128.0), C * p_.ll128_tree_per_channel_Bps);
         tree.ok = true;
         tree.algbw_Bps = 0.5 * bp * q.bw_multiplier;
-        tree.latency_s = q.tree_base_s + 2 * ((ppn - 1) * hop(q, true, intra) + floor_log2(N) * hop(q, true, kNet));
+        tree.latency_s = q.tree_base_s + 2 * ((ppn - 1) * hop(q, true, intra) + lgreco::floor_log2(static_cast<std::uint64_t>(N)) * hop(q, true, kNet));
+        tree.fill_s = pr == Protocol::kLL ? 0 : fill(2.0 * (ppn - 1), B_intra);
       }
       if (ar && N > 1 && p_.allow_hierarchical) {
         // Three ring phases with this protocol: intra RS, inter AR on the rails, intra AG.
@@ -132,41 +151,58 @@ void CollectiveModel::build(const ModelParams& p_, Table& table) const {
         h.latency_s = (ppn > 1 ? 2 * (q.ring_base_s + (ppn - 1) * hop(q, false, intra)) : 0) + q.ring_base_s + 2 * (N - 1) * hop(q, false, kNet);
       }
     }
-    if (nvls_ && c != CollectiveKind::kBroadcast) {
+    if (nvls_ && c != Collective::kBroadcast) {
       Entry& e = at(c, Algorithm::kNvls, Protocol::kSimple);
       e.ok = true;
       e.algbw_Bps = 5.0 / 6.0 * emb_.intra_ring_Bps * p_.nvls_multiplier;
       e.latency_s = p_.nvls_latency_s;
+      e.fill_s = fill(2, e.algbw_Bps);  // one multicast reduce and one multicast broadcast stage
+      e.nvls = true;
+    }
+    if (nvls_tree_ && p_.nvls_tree && ar) {
+      // NVLS inside each host, a tree of the hosts' shards across them (NCCL's NVLS-tree).
+      Entry& e = at(c, Algorithm::kNvlsTree, Protocol::kSimple);
+      const ProtocolParams& q = p_.proto[static_cast<int>(Protocol::kSimple)];
+      e.ok = true;
+      e.algbw_Bps = std::min(5.0 / 6.0 * emb_.intra_ring_Bps * p_.nvls_multiplier, B_net / f_nic);
+      e.latency_s = q.tree_base_s + 2 * lgreco::floor_log2(static_cast<std::uint64_t>(N)) * hop(q, true, kNet);
+      e.fill_s = fill(2, e.algbw_Bps);
+      e.nvls = true;
     }
   }
 }
 
-double CollectiveModel::cost(Protocol p, double latency_s, double algbw_Bps, double s) const {
+double CollectiveModel::cost(Protocol p, const Entry& e, double s) const {
   const ProtocolParams& q = p_.proto[static_cast<int>(p)];
   const double loss = q.loss_bytes > 0 ? std::pow(q.loss_bytes / s, q.loss_exponent) : 0.0;
-  const double transfer = s * (1.0 + loss) / algbw_Bps;
-  return q.pipelined ? std::max({p_.pipeline_floor_s, latency_s, transfer}) : latency_s + transfer;
+  const double ideal = s / e.algbw_Bps;
+  // Below K·steps the slices shrink with S, so the fill never costs more than the transfer itself.
+  const double transfer = ideal * (1.0 + loss) + std::min(ideal, e.fill_s);
+  // NVLS kernels do not run the ring/tree slice pipeline whose fill F is: their latency is their floor.
+  const double floor = e.nvls ? 0.0 : p_.pipeline_floor_s;
+  const double t = q.pipelined ? std::max({floor, e.latency_s, transfer}) : e.latency_s + transfer;
+  return t + p_.host_overhead_s;
 }
 
-std::optional<Choice> CollectiveModel::evaluate(CollectiveKind c, Algorithm a, Protocol p, double size_bytes) const {
+std::optional<Choice> CollectiveModel::evaluate(Collective c, Algorithm a, Protocol p, double size_bytes) const {
   if (!(size_bytes >= 0) || !std::isfinite(size_bytes)) throw InputError("collective size " + std::to_string(size_bytes) + " bytes is not a finite number >= 0");
   if (emb_.ranks <= 1) return Choice{a, p, 0, 0, kInf};
   const Entry& e = at(c, a, p);
   if (!e.ok) return std::nullopt;
   Choice ch{a, p, 0, e.latency_s, e.algbw_Bps};
-  ch.time_s = size_bytes == 0 ? 0 : cost(p, e.latency_s, e.algbw_Bps, size_bytes);
+  ch.time_s = size_bytes == 0 ? 0 : cost(p, e, size_bytes);
   return ch;
 }
 
-Choice CollectiveModel::best(CollectiveKind c, double size_bytes) const {
+Choice CollectiveModel::best(Collective c, double size_bytes) const {
   return p_.selection == Selection::kNcclTuning ? nccl_pick(c, size_bytes) : fastest(c, size_bytes);
 }
 
-Choice CollectiveModel::nccl_pick(CollectiveKind c, double size_bytes) const {
+Choice CollectiveModel::nccl_pick(Collective c, double size_bytes) const {
   if (emb_.ranks <= 1 || !(size_bytes > 0) || !std::isfinite(size_bytes)) return fastest(c, size_bytes);
   int best_a = -1, best_p = -1;
   double best_t = kInf;
-  for (int a = 0; a < 4; ++a) {
+  for (int a = 0; a < kNumAlgorithms; ++a) {
     for (int p = 0; p < kNumProtocols; ++p) {
       const Entry& e = tuning_[static_cast<int>(c)][a][p];
       if (!e.ok || !at(c, static_cast<Algorithm>(a), static_cast<Protocol>(p)).ok) continue;
@@ -178,9 +214,9 @@ Choice CollectiveModel::nccl_pick(CollectiveKind c, double size_bytes) const {
   return *evaluate(c, static_cast<Algorithm>(best_a), static_cast<Protocol>(best_p), size_bytes);
 }
 
-Choice CollectiveModel::fastest(CollectiveKind c, double size_bytes) const {
+Choice CollectiveModel::fastest(Collective c, double size_bytes) const {
   std::optional<Choice> best;
-  for (int a = 0; a < 4; ++a) {
+  for (int a = 0; a < kNumAlgorithms; ++a) {
     for (int p = 0; p < kNumProtocols; ++p) {
       auto ch = evaluate(c, static_cast<Algorithm>(a), static_cast<Protocol>(p), size_bytes);
       if (ch && (!best || ch->time_s < best->time_s)) best = ch;
@@ -197,37 +233,35 @@ Choice CollectiveModel::allgather_padded(const std::vector<double>& per_rank_byt
   }
   double largest = 0;
   for (double b : per_rank_bytes) largest = std::max(largest, b);
-  return this->best(CollectiveKind::kAllgather, largest * emb_.ranks);
+  return this->best(Collective::kAllgather, largest * emb_.ranks);
 }
 
-double CollectiveModel::busbw_factor(CollectiveKind c) const {
+double CollectiveModel::busbw_factor(Collective c) const {
   const double n = emb_.ranks;
   if (n <= 1) return 1;
-  if (c == CollectiveKind::kAllreduce) return 2 * (n - 1) / n;
-  if (c == CollectiveKind::kBroadcast) return 1;
+  if (c == Collective::kAllreduce) return 2 * (n - 1) / n;
+  if (c == Collective::kBroadcast) return 1;
   return (n - 1) / n;
 }
 
-double NetworkCost::time_s(sim::Collective c, double bytes_per_rank) const {
-  if (c == sim::Collective::kAllreduce) return model_.best(CollectiveKind::kAllreduce, bytes_per_rank).time_s;
-  return model_.best(CollectiveKind::kAllgather, bytes_per_rank * model_.ranks()).time_s;
+double NetworkCost::time_s(Collective c, double bytes_per_rank) const {
+  // nccl-tests sizes: the per-rank buffer, except allgather's whole gathered buffer.
+  switch (c) {
+    case Collective::kAllgather: return model_.best(Collective::kAllgather, bytes_per_rank * model_.ranks()).time_s;
+    case Collective::kReduceScatter: return model_.best(Collective::kReduceScatter, bytes_per_rank).time_s;
+    case Collective::kBroadcast: return model_.best(Collective::kBroadcast, bytes_per_rank).time_s;
+    case Collective::kAllreduce: break;
+  }
+  return model_.best(Collective::kAllreduce, bytes_per_rank).time_s;
 }
 
-const char* to_string(CollectiveKind c) {
-  switch (c) {
-    case CollectiveKind::kAllreduce: return "allreduce";
-    case CollectiveKind::kAllgather: return "allgather";
-    case CollectiveKind::kReduceScatter: return "reducescatter";
-    case CollectiveKind::kBroadcast: return "broadcast";
-  }
-  return "?";
-}
 const char* to_string(Algorithm a) {
   switch (a) {
     case Algorithm::kRing: return "ring";
     case Algorithm::kTree: return "tree";
     case Algorithm::kNvls: return "nvls";
     case Algorithm::kHierarchical: return "hierarchical";
+    case Algorithm::kNvlsTree: return "nvls-tree";
   }
   return "?";
 }
@@ -246,14 +280,6 @@ Selection parse_selection(const std::string& s) {
   if (s == "fastest") return Selection::kFastest;
   if (s == "nccl-tuning") return Selection::kNcclTuning;
   throw ConfigError("unknown selection \"" + s + "\" (expected fastest, nccl-tuning)");
-}
-
-CollectiveKind parse_collective(const std::string& s) {
-  if (s == "allreduce" || s == "all_reduce") return CollectiveKind::kAllreduce;
-  if (s == "allgather" || s == "all_gather") return CollectiveKind::kAllgather;
-  if (s == "reducescatter" || s == "reduce_scatter") return CollectiveKind::kReduceScatter;
-  if (s == "broadcast") return CollectiveKind::kBroadcast;
-  throw ConfigError("unknown collective \"" + s + "\" (expected allreduce, allgather, reducescatter, broadcast)");
 }
 
 }  // namespace lgreco::net

@@ -19,7 +19,7 @@
 /// channels and a partly filled pipeline at mid sizes; vanishes for S ≫ H_p), fitted for Simple.
 /// Selection (ModelParams::selection): NCCL picks the pair that is fastest by its OWN tuning model,
 /// i.e. by the uncalibrated costs t₀(a, p, S) = L₀(a, p) + S / algBw₀(a, p) (NCCL's constants,
-/// neutral shape, default_params), and the hardware then takes whatever that pick really costs:
+/// neutral shape, nccl_params), and the hardware then takes whatever that pick really costs:
 ///   kNcclTuning:          (a*, p*) = argmin t₀(a, p, S),  time = t(a*, p*, S)
 ///   kFastest (default):   time = min over (a, p) of t(a, p, S)
 /// With uncalibrated parameters t = t₀, so both agree. A calibrated model can then show NCCL's
@@ -45,21 +45,34 @@
 ///   tree   base_p + 2·((ppn−1)·hop(intra) + ⌊log2 N⌋·hop(net))
 ///   NVLS   nvls_latency (25 µs)
 /// Protocol availability: LL128 only on NVLink hosts of compute capability 70/80/90/100, and across
-/// hosts only with RDMA.
+/// hosts only with RDMA verbs (not over plugin transports or sockets).
+///
+/// Corpus extensions (ModelParams; the presets of preset_constants.hpp set them, NCCL's own model and
+/// calibration leave them neutral):
+///   B_local ×= intra_efficiency before the minimum with η_net·B_net;
+///   fill (fill_bytes K > 0): the LL128/Simple transfer becomes S/algBw·(1 + loss) + min(S/algBw, fill),
+///          fill = steps·K/B_f: ring 2(n−1) stages on one host, else the host's own 2(ppn−1) stages,
+///          tree 2(ppn−1), both at the intra-host ring bandwidth; NVLS and NVLS-tree 2 stages at their
+///          algBw (the min: below steps·K the slices shrink with S, so the fill never exceeds the transfer)
+///   tree_nic_aware: tree bus B_t = min(B_local, 2·η_net·B_net/f), f = 1 on 2 hosts, 2 beyond (per host
+///          and direction a double binary tree moves S through the NICs on 2 hosts, up to 2S on more)
+///   nvls_tree (N > 1, NVLS GPUs, ppn ≥ 5, allreduce, Simple): algBw = min(5/6·B_local·m_nvls, η_net·B_net/f),
+///          latency tree_base + 2⌊log2 N⌋·hop(net)
+///   NVLS and NVLS-tree are not held to the floor F (their kernels do not run the slice pipeline)
+///   host_overhead_s: added to every call (a benchmark's host-side cost; 0 for the presets).
 #include <array>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "network_models/topology.hpp"
-#include "sim/timeline.hpp"
+#include "network_models/cost.hpp"
 
 namespace lgreco::net {
 
-/// The collectives of nccl-tests.
-enum class CollectiveKind { kAllreduce, kAllgather, kReduceScatter, kBroadcast };
-/// Algorithms considered.
-enum class Algorithm { kRing, kTree, kNvls, kHierarchical };
+/// Algorithms considered (kNvlsTree: NVLS inside hosts and a tree across them; corpus presets only).
+enum class Algorithm { kRing, kTree, kNvls, kHierarchical, kNvlsTree };
+inline constexpr int kNumAlgorithms = 5;
 /// NCCL protocols.
 enum class Protocol { kLL, kLL128, kSimple };
 inline constexpr int kNumProtocols = 3;
@@ -94,9 +107,21 @@ struct ModelParams {
   double pipeline_floor_s = 0;       ///< F: floor of the pipelined protocols (calibrated; 0 = none)
   bool allow_hierarchical = false;
   Selection selection = Selection::kFastest;
+  // Corpus extensions (preset_constants.hpp); NCCL's own model (nccl_params) leaves them neutral.
+  double intra_efficiency = 1;       ///< achieved fraction of the intra-host ring bandwidth (η_nvlink, η_pcie)
+  double fill_bytes = 0;             ///< K of the LL128/Simple pipeline fill min(S/algBw, steps·K/B) (0 = none)
+  bool tree_nic_aware = false;       ///< tree NIC traffic S per host and direction on 2 hosts, 2S beyond (else NCCL's ring bus)
+  bool nvls_tree = false;            ///< offer NVLS-tree across hosts (NVLS GPUs, ≥ 5 per host, allreduce)
+  double host_overhead_s = 0;        ///< added to every call: a benchmark's host-side cost (PyTorch, one process for many GPUs)
 };
 
-/// NCCL's constants for this topology at this rank count (how many hosts matters for the tables).
+/// NCCL's own constants (2.30.7, reference-network.md) for this topology at this rank count: the prior
+/// of calibration and the model behind `Selection::kNcclTuning`.
+ModelParams nccl_params(const Topology& t, int ranks);
+/// The same from a precomputed embedding of `t`.
+ModelParams nccl_params(const Topology& t, const Embedding& e);
+/// The preset: NCCL's structure with the constants derived from the measurement corpus
+/// (preset_constants.hpp, docs/network-model.md "Presets"); what every command uses without a fit.
 ModelParams default_params(const Topology& t, int ranks);
 /// The same from a precomputed embedding of `t`.
 ModelParams default_params(const Topology& t, const Embedding& e);
@@ -118,17 +143,17 @@ class CollectiveModel {
   CollectiveModel(Embedding e, const Topology& t, ModelParams p);
   /// The pair NCCL runs for `size_bytes` (nccl-tests convention) and its calibrated cost, by the
   /// selection rule of the parameters. Zero time for 1 rank or 0 B.
-  Choice best(CollectiveKind c, double size_bytes) const;
+  Choice best(Collective c, double size_bytes) const;
   /// The pair NCCL's own (uncalibrated) tuning model picks; its cost under these parameters.
-  Choice nccl_pick(CollectiveKind c, double size_bytes) const;
+  Choice nccl_pick(Collective c, double size_bytes) const;
   /// The fastest pair under these parameters.
-  Choice fastest(CollectiveKind c, double size_bytes) const;
+  Choice fastest(Collective c, double size_bytes) const;
   /// One pair, or nullopt when unavailable for this collective/topology.
-  std::optional<Choice> evaluate(CollectiveKind c, Algorithm a, Protocol p, double size_bytes) const;
+  std::optional<Choice> evaluate(Collective c, Algorithm a, Protocol p, double size_bytes) const;
   /// Allgather of unequal per-rank payloads: NCCL pads every rank to the largest.
   Choice allgather_padded(const std::vector<double>& per_rank_bytes) const;
   /// nccl-tests bus bandwidth factor: 2(n−1)/n allreduce, (n−1)/n allgather/reduce-scatter, 1 broadcast.
-  double busbw_factor(CollectiveKind c) const;
+  double busbw_factor(Collective c) const;
 
   const Embedding& embedding() const { return emb_; }
   const ModelParams& params() const { return p_; }
@@ -138,42 +163,41 @@ class CollectiveModel {
   struct Entry {
     bool ok = false;
     double latency_s = 0, algbw_Bps = 0;
+    double fill_s = 0;  ///< steps·K/B of the pipeline fill (0 without fill_bytes)
+    bool nvls = false;  ///< NVLS or NVLS-tree: no pipeline floor F
   };
-  Entry& at(CollectiveKind c, Algorithm a, Protocol p) { return table_[static_cast<int>(c)][static_cast<int>(a)][static_cast<int>(p)]; }
-  const Entry& at(CollectiveKind c, Algorithm a, Protocol p) const { return table_[static_cast<int>(c)][static_cast<int>(a)][static_cast<int>(p)]; }
-  using Table = std::array<std::array<std::array<Entry, kNumProtocols>, 4>, 4>;
-  /// t(a, p, S) of the formula above for an entry's latency and algorithm bandwidth (S > 0).
-  double cost(Protocol p, double latency_s, double algbw_Bps, double size_bytes) const;
+  Entry& at(Collective c, Algorithm a, Protocol p) { return table_[static_cast<int>(c)][static_cast<int>(a)][static_cast<int>(p)]; }
+  const Entry& at(Collective c, Algorithm a, Protocol p) const { return table_[static_cast<int>(c)][static_cast<int>(a)][static_cast<int>(p)]; }
+  using Table = std::array<std::array<std::array<Entry, kNumProtocols>, kNumAlgorithms>, 4>;
+  /// t(a, p, S) of the formula above for an entry (S > 0).
+  double cost(Protocol p, const Entry& e, double size_bytes) const;
   void build(const ModelParams& p, Table& table) const;
 
   Embedding emb_;
   ModelParams p_;
-  bool nvls_ = false;
+  bool nvls_ = false, nvls_tree_ = false;
   int cc_ = 80;
   Transport transport_ = Transport::kRdma;
   Table table_{};  ///< calibrated latencies and bandwidths
-  Table tuning_{};  ///< NCCL's own (default_params) latencies and bandwidths, for the pick
+  Table tuning_{};  ///< NCCL's own (nccl_params) latencies and bandwidths, for the pick
 };
 
-/// sim::CollectiveCost on top of a CollectiveModel: allreduce of the per-rank buffer; allgather of
-/// n × the per-rank payload (NCCL's total size).
-class NetworkCost : public sim::CollectiveCost {
+/// CollectiveCost on top of a CollectiveModel: allreduce, reduce-scatter and broadcast of the
+/// per-rank buffer; allgather of n × the per-rank payload (NCCL's total size).
+class NetworkCost : public CollectiveCost {
  public:
   explicit NetworkCost(CollectiveModel model) : model_(std::move(model)) {}
-  double time_s(sim::Collective c, double bytes_per_rank) const override;
+  double time_s(Collective c, double bytes_per_rank) const override;
   const CollectiveModel& model() const { return model_; }
 
  private:
   CollectiveModel model_;
 };
 
-const char* to_string(CollectiveKind c);
 const char* to_string(Algorithm a);
 const char* to_string(Protocol p);
 const char* to_string(Selection s);  ///< "fastest", "nccl-tuning"
 /// "fastest" or "nccl-tuning"; ConfigError otherwise.
 Selection parse_selection(const std::string& s);
-/// "allreduce", "allgather", "reducescatter" (or "reduce_scatter"), "broadcast"; ConfigError otherwise.
-CollectiveKind parse_collective(const std::string& s);
 
 }  // namespace lgreco::net

@@ -1,6 +1,8 @@
 // Levenberg–Marquardt calibration of the collective model (objective stated in fit.hpp).
 #include "network_models/fit.hpp"
 
+#include "network_models/levenberg.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -59,43 +61,19 @@ std::vector<ParamDef> all_params(const ModelParams& defaults, double floor_centr
   return d;
 }
 
-/// Solves A x = b (A symmetric positive definite after damping) by Gaussian elimination with pivoting.
-std::vector<double> solve(std::vector<std::vector<double>> a, std::vector<double> b) {
-  const std::size_t n = b.size();
-  for (std::size_t c = 0; c < n; ++c) {
-    std::size_t piv = c;
-    for (std::size_t r = c + 1; r < n; ++r) if (std::abs(a[r][c]) > std::abs(a[piv][c])) piv = r;
-    std::swap(a[c], a[piv]);
-    std::swap(b[c], b[piv]);
-    if (std::abs(a[c][c]) < 1e-300) a[c][c] = 1e-300;
-    for (std::size_t r = c + 1; r < n; ++r) {
-      const double f = a[r][c] / a[c][c];
-      for (std::size_t k = c; k < n; ++k) a[r][k] -= f * a[c][k];
-      b[r] -= f * b[c];
-    }
-  }
-  std::vector<double> x(n);
-  for (std::size_t i = n; i-- > 0;) {
-    double s = b[i];
-    for (std::size_t k = i + 1; k < n; ++k) s -= a[i][k] * x[k];
-    x[i] = s / a[i][i];
-  }
-  return x;
-}
-
 class Problem {
  public:
-  Problem(const Topology& t, int ranks, CollectiveKind c, const std::vector<NcclTestsPoint>& data, Selection sel)
-      : t_(t), emb_(embed(t, ranks)), c_(c), data_(data), base_(default_params(t, emb_)) {
+  Problem(const Topology& t, int ranks, Collective c, const std::vector<NcclTestsPoint>& data, Selection sel)
+      : t_(t), emb_(embed(t, ranks)), c_(c), data_(data), base_(nccl_params(t, emb_)) {
     base_.selection = sel;
     // The calibrated form (collectives.hpp): LL additive, LL128 and Simple pipelined.
     base_.proto[static_cast<int>(Protocol::kLL128)].pipelined = true;
     base_.proto[static_cast<int>(Protocol::kSimple)].pipelined = true;
-    const auto simple = CollectiveModel(emb_, t, default_params(t, emb_)).evaluate(c, Algorithm::kRing, Protocol::kSimple, 1.0);
+    const auto simple = CollectiveModel(emb_, t, nccl_params(t, emb_)).evaluate(c, Algorithm::kRing, Protocol::kSimple, 1.0);
     const double floor_centre = simple ? simple->latency_s : 50e-6;
     for (auto& d : all_params(base_, floor_centre)) {
       const bool multi = emb_.hosts > 1;
-      const bool nvls = t.nvls && emb_.hosts == 1 && emb_.ranks_per_host >= 5 && c != CollectiveKind::kBroadcast;
+      const bool nvls = t.nvls && emb_.hosts == 1 && emb_.ranks_per_host >= 5 && c != Collective::kBroadcast;
       if (d.name == "hop_scale.net" || d.name == "net_efficiency") { if (!multi) continue; }
       else if (d.name.rfind("hop_scale.", 0) == 0) { if (d.name != std::string("hop_scale.") + (emb_.intra_class == LinkClass::kNvlink ? "nvlink" : "pcie")) continue; }
       else if (d.name.rfind("nvls.", 0) == 0 && !nvls) continue;
@@ -123,100 +101,33 @@ class Problem {
     for (const auto& pt : data_) r.push_back(std::log(m.best(c_, pt.size_bytes).time_s / pt.time_s));
     return r;
   }
-  void clamp(std::vector<double>& x) const {
-    for (std::size_t j = 0; j < x.size(); ++j) x[j] = std::clamp(x[j], std::log(std::max(defs_[j].lo, 1e-12)), std::log(defs_[j].hi));
-  }
-  double prior_residual(const std::vector<double>& x, std::size_t j) const {
-    return kPriorWeight * (x[j] - std::log(defs_[j].center)) / defs_[j].sigma;
-  }
-  double objective(const std::vector<double>& x, const std::vector<double>& w) const {
-    const auto r = residuals(x);
-    double f = 0;
-    for (std::size_t i = 0; i < r.size(); ++i) f += w[i] * r[i] * r[i];
-    for (std::size_t j = 0; j < x.size(); ++j) f += prior_residual(x, j) * prior_residual(x, j);
-    return f;
+  /// The Levenberg–Marquardt problem (levenberg.hpp) over ln of the parameters.
+  LmProblem lm() const {
+    LmProblem p;
+    p.residuals = [this](const std::vector<double>& x) { return residuals(x); };
+    for (const auto& d : defs_) {
+      p.centre.push_back(std::log(d.center));
+      p.sigma.push_back(d.sigma);
+      p.lo.push_back(std::log(std::max(d.lo, 1e-12)));
+      p.hi.push_back(std::log(d.hi));
+    }
+    p.prior_weight = kPriorWeight;
+    p.cauchy_scale = kCauchyScale;
+    return p;
   }
 
  private:
   const Topology& t_;
   Embedding emb_;
-  CollectiveKind c_;
+  Collective c_;
   const std::vector<NcclTestsPoint>& data_;
   ModelParams base_;
   std::vector<ParamDef> defs_;
 };
 
-std::vector<double> cauchy_weights(const std::vector<double>& r) {
-  std::vector<double> w;
-  for (double v : r) w.push_back(1.0 / std::sqrt(1.0 + (v / kCauchyScale) * (v / kCauchyScale)));
-  return w;
-}
-
-/// Levenberg–Marquardt with IRLS weights from `x`; returns the end point.
-std::vector<double> levenberg_marquardt(const Problem& pb, std::vector<double> x) {
-  const std::size_t n = x.size();
-  double mu = 1e-2;
-  for (int it = 0; it < 200; ++it) {
-    const auto r = pb.residuals(x);
-    const auto w = cauchy_weights(r);
-    const double f0 = pb.objective(x, w);
-    std::vector<std::vector<double>> jac(n);  // jac[j][i] = ∂r_i/∂x_j
-    for (std::size_t j = 0; j < n; ++j) {
-      auto xh = x;
-      xh[j] += 1e-4;
-      const auto rh = pb.residuals(xh);
-      jac[j].resize(r.size());
-      for (std::size_t i = 0; i < r.size(); ++i) jac[j][i] = (rh[i] - r[i]) / 1e-4;
-    }
-    std::vector<std::vector<double>> a(n, std::vector<double>(n, 0));
-    std::vector<double> g(n, 0);
-    for (std::size_t j = 0; j < n; ++j) {
-      for (std::size_t k = 0; k <= j; ++k) {
-        double s = 0;
-        for (std::size_t i = 0; i < r.size(); ++i) s += w[i] * jac[j][i] * jac[k][i];
-        a[j][k] = a[k][j] = s;
-      }
-      for (std::size_t i = 0; i < r.size(); ++i) g[j] += w[i] * jac[j][i] * r[i];
-      const double ps = kPriorWeight / pb.defs()[j].sigma;
-      a[j][j] += ps * ps;
-      g[j] += ps * pb.prior_residual(x, j);
-    }
-    bool improved = false;
-    for (int tries = 0; tries < 12 && !improved; ++tries) {
-      auto damped = a;
-      for (std::size_t j = 0; j < n; ++j) damped[j][j] += mu * (a[j][j] + 1e-9);
-      std::vector<double> neg(n);
-      for (std::size_t j = 0; j < n; ++j) neg[j] = -g[j];
-      auto step = solve(damped, neg);
-      auto xn = x;
-      for (std::size_t j = 0; j < n; ++j) xn[j] += std::isfinite(step[j]) ? step[j] : 0;
-      pb.clamp(xn);
-      const double f1 = pb.objective(xn, w);
-      if (f1 < f0) {
-        improved = true;
-        const double gain = (f0 - f1) / std::max(f0, 1e-300);
-        x = xn;
-        mu = std::max(mu / 3, 1e-9);
-        if (gain < 1e-9) return x;
-      } else {
-        mu *= 4;
-      }
-    }
-    if (!improved) return x;
-  }
-  return x;
-}
-
-double gaussian(std::mt19937_64& g) {
-  // Box–Muller on 53-bit uniforms (portable across standard libraries).
-  const double u1 = (static_cast<double>(g() >> 11) + 1.0) / 9007199254740993.0;
-  const double u2 = static_cast<double>(g() >> 11) / 9007199254740992.0;
-  return std::sqrt(-2 * std::log(u1)) * std::cos(6.283185307179586 * u2);
-}
-
 }  // namespace
 
-std::vector<FitPoint> compare(const CollectiveModel& model, CollectiveKind c, const std::vector<NcclTestsPoint>& data) {
+std::vector<FitPoint> compare(const CollectiveModel& model, Collective c, const std::vector<NcclTestsPoint>& data) {
   std::vector<FitPoint> out;
   for (const auto& pt : data) {
     const Choice ch = model.best(c, pt.size_bytes);
@@ -225,21 +136,22 @@ std::vector<FitPoint> compare(const CollectiveModel& model, CollectiveKind c, co
   return out;
 }
 
-FitResult fit_model(const Topology& t, int ranks, CollectiveKind c, const std::vector<NcclTestsPoint>& data, Selection selection) {
+FitResult fit_model(const Topology& t, int ranks, Collective c, const std::vector<NcclTestsPoint>& data, Selection selection) {
   if (data.size() < 2) throw InputError("calibration needs at least 2 measured sizes, got " + std::to_string(data.size()));
   if (ranks < 2) throw InputError("calibration needs at least 2 ranks, got " + std::to_string(ranks));
   Problem pb(t, ranks, c, data, selection);
+  const LmProblem lm = pb.lm();
   std::mt19937_64 gen(kSeed);
   std::vector<double> best_x;
   double best_f = std::numeric_limits<double>::infinity();
   for (int s = 0; s < kStarts; ++s) {
     auto x = pb.centre();
     if (s > 0) {
-      for (std::size_t j = 0; j < x.size(); ++j) x[j] += gaussian(gen) * std::min(pb.defs()[j].sigma, 3.0);
+      for (std::size_t j = 0; j < x.size(); ++j) x[j] += lm_gaussian(gen) * std::min(pb.defs()[j].sigma, 3.0);
     }
-    pb.clamp(x);
-    x = levenberg_marquardt(pb, x);
-    const double f = pb.objective(x, cauchy_weights(pb.residuals(x)));
+    lm_clamp(lm, x);
+    x = levenberg_marquardt(lm, x);
+    const double f = lm_objective(lm, x, lm_weights(lm, pb.residuals(x)));
     if (f < best_f) {
       best_f = f;
       best_x = x;
@@ -263,7 +175,7 @@ FitResult fit_model(const Topology& t, int ranks, CollectiveKind c, const std::v
   return res;
 }
 
-HoldoutCheck holdout_check(const Topology& t, int ranks, CollectiveKind c, const std::vector<NcclTestsPoint>& data,
+HoldoutCheck holdout_check(const Topology& t, int ranks, Collective c, const std::vector<NcclTestsPoint>& data,
                            Selection selection) {
   if (data.size() < 4) throw InputError("held-out check needs at least 4 measured sizes, got " + std::to_string(data.size()));
   std::vector<NcclTestsPoint> sorted = data, even, odd;
@@ -334,7 +246,7 @@ ModelParams params_from_fit(const Json& fit, const std::string& origin, const To
   }
   o.get<int>("ranks");
   parse_collective(o.get<std::string>("collective"));
-  ModelParams p = default_params(t, ranks);
+  ModelParams p = nccl_params(t, ranks);
   p.nccl_version = o.get<std::string>("nccl_version");
   p.selection = parse_selection(o.get_or<std::string>("selection", "fastest"));
   const Json& pl = o.require("pipelined_protocols");

@@ -34,7 +34,7 @@ struct FitPoint {
 struct FitResult {
   std::string topology;
   int ranks = 0;
-  CollectiveKind collective = CollectiveKind::kAllreduce;
+  Collective collective = Collective::kAllreduce;
   ModelParams params;
   std::vector<FitPoint> points;
   double rms_log_error = 0;      ///< sqrt(mean r_i²)
@@ -45,7 +45,7 @@ struct FitResult {
 
 /// Fits the model for topology `t` at `ranks` ranks to the measured points (≥ 2 sizes).
 /// `selection` is the pair-selection rule of the fitted model (collectives.hpp).
-FitResult fit_model(const Topology& t, int ranks, CollectiveKind c, const std::vector<NcclTestsPoint>& data,
+FitResult fit_model(const Topology& t, int ranks, Collective c, const std::vector<NcclTestsPoint>& data,
                     Selection selection = Selection::kFastest);
 
 /// How a calibration transfers to sizes it has not seen: the points sorted by size are split into
@@ -56,11 +56,11 @@ struct HoldoutCheck {
 };
 
 /// The two-fold check above; InputError with fewer than 4 points.
-HoldoutCheck holdout_check(const Topology& t, int ranks, CollectiveKind c, const std::vector<NcclTestsPoint>& data,
+HoldoutCheck holdout_check(const Topology& t, int ranks, Collective c, const std::vector<NcclTestsPoint>& data,
                            Selection selection = Selection::kFastest);
 
 /// Predictions of `model` at the measured sizes (the quality table of an uncalibrated model).
-std::vector<FitPoint> compare(const CollectiveModel& model, CollectiveKind c, const std::vector<NcclTestsPoint>& data);
+std::vector<FitPoint> compare(const CollectiveModel& model, Collective c, const std::vector<NcclTestsPoint>& data);
 
 /// The fit document {"schema_version": 2, "kind": "lgreco-network-fit", "topology", "ranks",
 /// "collective", "nccl_version", "selection", "pipelined_protocols", "parameters", "fit_quality", "config", "provenance"}.

@@ -46,10 +46,10 @@ bool to_double(const std::string& s, double* out) {
   }
 }
 
-std::optional<CollectiveKind> collective_in(const std::string& s) {
-  static const std::pair<const char*, CollectiveKind> names[] = {
-      {"all_reduce_perf", CollectiveKind::kAllreduce}, {"all_gather_perf", CollectiveKind::kAllgather},
-      {"reduce_scatter_perf", CollectiveKind::kReduceScatter}, {"broadcast_perf", CollectiveKind::kBroadcast}};
+std::optional<Collective> collective_in(const std::string& s) {
+  static const std::pair<const char*, Collective> names[] = {
+      {"all_reduce_perf", Collective::kAllreduce}, {"all_gather_perf", Collective::kAllgather},
+      {"reduce_scatter_perf", Collective::kReduceScatter}, {"broadcast_perf", Collective::kBroadcast}};
   for (const auto& [n, c] : names) {
     if (s.find(n) != std::string::npos) return c;
   }

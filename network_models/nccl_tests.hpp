@@ -23,7 +23,7 @@ struct NcclTestsPoint {
 /// A parsed run.
 struct NcclTestsRun {
   std::string origin;
-  std::optional<CollectiveKind> collective;  ///< when the file says
+  std::optional<Collective> collective;  ///< when the file says
   std::optional<int> ranks;                  ///< when the file says
   std::vector<NcclTestsPoint> points;        ///< in file order, size > 0
 };

@@ -2,6 +2,7 @@
 #include "network_models/presets.hpp"
 
 #include <filesystem>
+#include <cstdio>
 #include <regex>
 
 namespace lgreco::net {
@@ -67,13 +68,16 @@ Topology single(const std::string& name, const std::string& gpu, int nics, doubl
 
 GpuSpec gpu_spec(const std::string& name) {
   // {name, compute capability, dense 16-bit tensor peak FLOP/s, NVLinks, NCCL per-link NVLink GB/s,
-  //  memory bandwidth (vendor datasheets: V100 SXM2 900 GB/s, A100 SXM 40 GB 1555, H100 SXM 3350,
-  //  H200 4800, B200 8000, RTX 3090 936, RTX 2080 Ti 616)}
+  //  memory bandwidth, peer-to-peer} (vendor datasheets: V100 SXM2 900 GB/s, A100 SXM 40 GB 1555, H100 SXM
+  //  3350, H20 148 TFLOP/s and 4000 GB/s with 900 GB/s NVLink like H100, H200 4800, B200 8000, L40S 362
+  //  TFLOP/s and 864 GB/s, RTX 3090 936, RTX 4090 165 TFLOP/s with FP32 accumulate and 1008 GB/s, RTX 2080
+  //  Ti 616). GeForce boards have no PCIe peer-to-peer (RTX 2080 Ti's pair talks over its NVLink bridge).
   static const std::vector<GpuSpec> specs{
-      {"V100", 70, 125e12, 6, 20 * kGB, 900 * kGB},       {"A100", 80, 312e12, 12, 20 * kGB, 1555 * kGB},
-      {"H100", 90, 989e12, 18, 20.6 * kGB, 3350 * kGB},   {"H200", 90, 989e12, 18, 20.6 * kGB, 4800 * kGB},
-      {"B200", 100, 2250e12, 18, 40.1 * kGB, 8000 * kGB}, {"RTX3090", 86, 35.6e12, 0, 0, 936 * kGB},
-      {"RTX2080Ti", 75, 53.8e12, 2, 20 * kGB, 616 * kGB}};
+      {"V100", 70, 125e12, 6, 20 * kGB, 900 * kGB, true},          {"A100", 80, 312e12, 12, 20 * kGB, 1555 * kGB, true},
+      {"H100", 90, 989e12, 18, 20.6 * kGB, 3350 * kGB, true},      {"H20", 90, 148e12, 18, 20.6 * kGB, 4000 * kGB, true},
+      {"H200", 90, 989e12, 18, 20.6 * kGB, 4800 * kGB, true},      {"B200", 100, 2250e12, 18, 40.1 * kGB, 8000 * kGB, true},
+      {"L40S", 89, 362e12, 0, 0, 864 * kGB, true},                 {"RTX3090", 86, 35.6e12, 0, 0, 936 * kGB, false},
+      {"RTX4090", 89, 165e12, 0, 0, 1008 * kGB, false},            {"RTX2080Ti", 75, 53.8e12, 2, 20 * kGB, 616 * kGB, true}};
   std::string known;
   for (const auto& s : specs) {
     if (s.name == name) return s;
@@ -111,28 +115,58 @@ Topology preset_topology(const std::string& name) {
     b.link(g1, hb, LinkClass::kPcie, 12 * kGB, 0.5);
     b.link(g0, g1, LinkClass::kNvlink, 2 * 20 * kGB, 0.3);
   } else {
-    static const std::regex cluster(R"(^(\d+)x(\d+)x([A-Za-z0-9]+)-(?:(\d+)x)?(\d+(?:\.\d+)?)(G|GbE)$)");
-    std::smatch m;
-    if (!std::regex_match(name, m, cluster)) {
+    const std::optional<ClusterSpec> spec = parse_cluster_spec(name);
+    if (!spec) {
       std::string known;
       for (const auto& n : preset_names()) known += (known.empty() ? "" : ", ") + n;
       throw ConfigError("unknown topology \"" + name + "\" (presets: " + known +
-                        "; clusters: KxGxGPU-NxRATE such as 4x8xA100-4x100G or 8x8xV100-25GbE; or a topology JSON file)");
+                        "; clusters: KxGxGPU-NxRATE[-efa|-tcpxo] such as 4x8xA100-4x100G, 4x8xB200-8x400G-efa or 8x8xV100-25GbE; or a topology JSON file)");
     }
-    const int hosts = std::stoi(m[1]), gpus = std::stoi(m[2]);
-    const int nics = m[4].matched ? std::stoi(m[4]) : 1;
-    const double gbps = std::stod(m[5]);
+    const int hosts = spec->hosts, gpus = spec->gpus_per_host, nics = spec->nics;
+    const double gbps = spec->nic_gbps;
     if (hosts < 1 || gpus < 1 || nics < 1 || gbps <= 0) throw ConfigError("topology \"" + name + "\": counts and rate must be positive");
     t.name = name;
-    t.gpu = gpu_spec(m[3]);
-    t.transport = m[6] == "GbE" ? Transport::kSocket : Transport::kRdma;
-    t.nvls = t.gpu.compute_capability >= 90;
+    t.gpu = gpu_spec(spec->gpu);
+    if (!spec->plugin.empty() && spec->unit == "GbE")
+      throw ConfigError("topology \"" + name + "\": " + spec->plugin.substr(1) + " is a plugin transport, not TCP sockets (GbE)");
+    t.transport = spec->unit == "GbE" ? Transport::kSocket : !spec->plugin.empty() ? Transport::kPlugin : Transport::kRdma;
+    t.nvls = t.gpu.compute_capability >= 90 && t.gpu.nvlinks > 0;
+    t.p2p = t.gpu.p2p;
     Builder b{t};
     const int sw = hosts > 1 ? b.node("fabric", NodeKind::kNetSwitch, -1) : -1;
     for (int h = 0; h < hosts; ++h) add_host(t, h, gpus, nics, gbps * kGB / 8, t.gpu.nvlinks > 0, sw);
   }
   validate(t, "preset " + name);
   return t;
+}
+
+std::optional<ClusterSpec> parse_cluster_spec(const std::string& name) {
+  static const std::regex cluster(R"(^(\d+)x(\d+)x([A-Za-z0-9]+)-(?:(\d+)x)?(\d+(?:\.\d+)?)(G|GbE)(-efa|-tcpxo)?$)");
+  std::smatch m;
+  if (!std::regex_match(name, m, cluster)) return std::nullopt;
+  ClusterSpec c;
+  try {
+    c.hosts = std::stoi(m[1]);
+    c.gpus_per_host = std::stoi(m[2]);
+    c.nics = m[4].matched ? std::stoi(m[4]) : 1;
+    c.nic_gbps = std::stod(m[5]);
+  } catch (const std::exception&) {
+    throw ConfigError("topology \"" + name + "\": a count or rate is out of range");
+  }
+  c.gpu = m[3];
+  c.unit = m[6];
+  c.plugin = m[7].matched ? std::string(m[7]) : "";
+  return c;
+}
+
+std::string cluster_spec_name(const ClusterSpec& c) {
+  char b[64];
+  std::snprintf(b, sizeof b, "%.4f", c.nic_gbps);
+  std::string rate = b;
+  while (!rate.empty() && rate.back() == '0') rate.pop_back();
+  if (!rate.empty() && rate.back() == '.') rate.pop_back();
+  return std::to_string(c.hosts) + "x" + std::to_string(c.gpus_per_host) + "x" + c.gpu + "-" + std::to_string(c.nics) + "x" + rate +
+         c.unit + c.plugin;
 }
 
 Topology resolve_topology(const std::string& name_or_path) {

@@ -4,9 +4,12 @@
 /// Single-host presets: dgx-a100, hgx-h100, hgx-h200, dgx-b200, pcie-8x-rtx3090 (no P2P: GPU-to-GPU
 /// traffic staged through the host bridges), 2x-rtx2080ti-nvlink. Clusters are written
 /// "K x G x GPU - N x RATE" without spaces: K hosts of G GPUs of model GPU, each host with N NICs of
-/// RATE ("100G", "400G": RDMA at RATE Gb/s; "25GbE": TCP sockets), e.g. 4x8xA100-4x100G,
-/// 4x8xB200-8x400G, 16x8xH100-8x400G, 8x8xV100-25GbE (N defaults to 1). Hosts of a cluster use the
-/// intra-host layout of the matching single-host preset; all NICs join one non-blocking switch.
+/// RATE ("100G", "400G": RDMA verbs at RATE Gb/s, InfiniBand or RoCE; "25GbE": TCP sockets), optionally
+/// followed by "-efa" or "-tcpxo" for a provider's NCCL net plugin (AWS EFA, GCP GPUDirect-TCPX/TCPXO),
+/// e.g. 4x8xA100-4x100G, 4x8xB200-8x400G-efa, 16x8xH100-8x400G, 8x8xV100-25GbE (N defaults to 1). Hosts of
+/// a cluster use the intra-host layout of the matching single-host preset; all NICs join one
+/// non-blocking switch; GPUs without PCIe peer-to-peer (GeForce) stage through the host bridges.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,7 +17,7 @@
 
 namespace lgreco::net {
 
-/// GPU by name: V100, A100, H100, H200, B200, RTX3090, RTX2080Ti. ConfigError listing the names.
+/// GPU by name: V100, A100, H100, H20, H200, B200, L40S, RTX3090, RTX4090, RTX2080Ti. ConfigError listing the names.
 GpuSpec gpu_spec(const std::string& name);
 
 /// A preset or cluster spec (see above). ConfigError listing the presets and the cluster syntax.
@@ -22,6 +25,19 @@ Topology preset_topology(const std::string& name);
 
 /// `name` is a preset or cluster spec when it parses as one; otherwise it is read as a JSON file.
 Topology resolve_topology(const std::string& name_or_path);
+
+/// A cluster spec's fields (the syntax above).
+struct ClusterSpec {
+  int hosts = 1, gpus_per_host = 1, nics = 1;
+  std::string gpu;             ///< GPU model name
+  double nic_gbps = 0;         ///< rate of one NIC, Gb/s
+  std::string unit = "G";      ///< "G" (RDMA) or "GbE" (TCP sockets)
+  std::string plugin;          ///< "", "-efa" or "-tcpxo"
+};
+/// Parses a cluster spec (nullopt when `name` is not one; the values are not yet validated).
+std::optional<ClusterSpec> parse_cluster_spec(const std::string& name);
+/// The spec's canonical name, e.g. "4x8xA100-4x100G" (the rate without trailing zeros).
+std::string cluster_spec_name(const ClusterSpec& c);
 
 /// The single-host preset names.
 std::vector<std::string> preset_names();

@@ -35,8 +35,10 @@ inline constexpr int kMaxGpusPerHost = 128;
 enum class NodeKind { kGpu, kNvSwitch, kPcieSwitch, kHostBridge, kNic, kNetSwitch };
 /// Link technology; selects NCCL's per-hop latency row (nvlink, pcie, net).
 enum class LinkClass { kNvlink, kPcie, kHost, kNet };
-/// Inter-node transport; sockets are far slower than RDMA (efficiency in ModelParams).
-enum class Transport { kRdma, kSocket };
+/// Inter-node transport (efficiency and per-hop latency in ModelParams, from the measurement corpus):
+/// RDMA verbs (InfiniBand, RoCE), a provider's NCCL net plugin (AWS EFA, GCP GPUDirect-TCPX/TCPXO:
+/// higher per-message latency, no LL128 across hosts), or TCP sockets.
+enum class Transport { kRdma, kPlugin, kSocket };
 
 /// A vertex. `host` is the machine index (network switches: -1).
 struct TopoNode {
@@ -61,6 +63,7 @@ struct GpuSpec {
   int nvlinks = 0;             ///< NVLink links per GPU (0: none)
   double nvlink_Bps = 0;       ///< NCCL's per-link NVLink bandwidth assumption
   double memory_Bps = 0;       ///< device memory bandwidth (vendor figure), for kernel-time estimates
+  bool p2p = true;             ///< peer-to-peer over PCIe allowed by the driver (GeForce: no)
 };
 
 /// The whole machine or cluster.

@@ -27,6 +27,13 @@ LinkClass parse_class(const std::string& s, const std::string& where) {
   return it->second;
 }
 
+Transport parse_transport(const std::string& s, const std::string& where) {
+  if (s == "rdma") return Transport::kRdma;
+  if (s == "plugin") return Transport::kPlugin;
+  if (s == "socket") return Transport::kSocket;
+  throw ConfigError(where + ": \"" + s + "\" (expected rdma, plugin or socket)");
+}
+
 double positive(double v, const std::string& where) {
   if (!std::isfinite(v) || v <= 0) throw ConfigError(where + ": " + std::to_string(v) + " must be a finite number > 0");
   return v;
@@ -59,13 +66,7 @@ Topology topology_from_json(const Json& j, const std::string& origin) {
   t.name = o.get<std::string>("name");
   t.gpu = parse_gpu(o.require("gpu"), o.child("gpu"));
   const std::string transport = o.get_or<std::string>("transport", "rdma");
-  if (transport == "rdma") {
-    t.transport = Transport::kRdma;
-  } else if (transport == "socket") {
-    t.transport = Transport::kSocket;
-  } else {
-    throw ConfigError(o.child("transport") + ": \"" + transport + "\" (expected rdma or socket)");
-  }
+  t.transport = parse_transport(transport, o.child("transport"));
   t.nvls = o.get_or<bool>("nvls", false);
   t.p2p = o.get_or<bool>("p2p", true);
   std::map<std::string, int> index;
@@ -159,6 +160,13 @@ const char* to_string(LinkClass c) {
   return "?";
 }
 
-const char* to_string(Transport t) { return t == Transport::kRdma ? "rdma" : "socket"; }
+const char* to_string(Transport t) {
+  switch (t) {
+    case Transport::kRdma: return "rdma";
+    case Transport::kPlugin: return "plugin";
+    case Transport::kSocket: return "socket";
+  }
+  return "?";
+}
 
 }  // namespace lgreco::net

@@ -20,11 +20,11 @@ struct Pt {
   std::int32_t parent_state, parent_point, cand;
 };
 
-double comm_time(const Bytes3& b, const sim::CollectiveCost& cost) {
+double comm_time(const Bytes3& b, const net::CollectiveCost& cost) {
   double t = 0;
-  if (b[0] > 0) t += cost.time_s(sim::Collective::kAllreduce, b[0]);
-  if (b[1] > 0) t += cost.time_s(sim::Collective::kAllreduce, b[1]);
-  if (b[2] > 0) t += cost.time_s(sim::Collective::kAllgather, b[2]);
+  if (b[0] > 0) t += cost.time_s(Collective::kAllreduce, b[0]);
+  if (b[1] > 0) t += cost.time_s(Collective::kAllreduce, b[1]);
+  if (b[2] > 0) t += cost.time_s(Collective::kAllgather, b[2]);
   return t + b[3];
 }
 
@@ -41,7 +41,7 @@ struct BucketDp {
 
 class Inserter {
  public:
-  Inserter(int F, const sim::CollectiveCost& cost, bool& exact) : F_(F), cost_(cost), exact_(exact) {}
+  Inserter(int F, const net::CollectiveCost& cost, bool& exact) : F_(F), cost_(cost), exact_(exact) {}
   void insert(Pt* slot, int& n, const Pt& p) {
     for (int i = 0; i < n; ++i) {
       if (dominates(slot[i].b, p.b)) return;
@@ -67,7 +67,7 @@ class Inserter {
 
  private:
   int F_;
-  const sim::CollectiveCost& cost_;
+  const net::CollectiveCost& cost_;
   bool& exact_;
 };
 
@@ -77,13 +77,13 @@ Bytes3 bytes_of(const sim::LayerComm& c) {
 
 }  // namespace
 
-double predict_step_s(const TimeProblem& p, const std::vector<int>& choice, const sim::CollectiveCost& cost) {
+double predict_step_s(const TimeProblem& p, const std::vector<int>& choice, const net::CollectiveCost& cost) {
   std::vector<sim::LayerComm> comm(p.layers.size());
   for (std::size_t i = 0; i < p.layers.size(); ++i) comm[i] = p.layers[i].comm.at(choice.at(i));
   return sim::simulate_step(p.model, comm, cost).step_s;
 }
 
-TimeResult solve_time(const TimeProblem& p, const sim::CollectiveCost& cost, const TimeOptions& opt,
+TimeResult solve_time(const TimeProblem& p, const net::CollectiveCost& cost, const TimeOptions& opt,
                       const std::vector<int>* reference_choice) {
   const int G = opt.grid, F = opt.max_points;
   if (G < 1 || F < 1) throw ConfigError("time engine: grid and max_points must be >= 1");

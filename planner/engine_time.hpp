@@ -63,10 +63,10 @@ struct TimeResult {
 };
 
 /// Predicted step time of a choice (per layer id).
-double predict_step_s(const TimeProblem& p, const std::vector<int>& choice, const sim::CollectiveCost& cost);
+double predict_step_s(const TimeProblem& p, const std::vector<int>& choice, const net::CollectiveCost& cost);
 
 /// Solves; `reference_choice` (per layer id, may be null) is the plan to beat.
-TimeResult solve_time(const TimeProblem& p, const sim::CollectiveCost& cost, const TimeOptions& opt,
+TimeResult solve_time(const TimeProblem& p, const net::CollectiveCost& cost, const TimeOptions& opt,
                       const std::vector<int>* reference_choice);
 
 }  // namespace lgreco::planner

@@ -36,11 +36,11 @@ Json export_cgx(const Schedule& s, Json provenance) {
     for (const auto& [name, m] : p.layers) {
       int bits = 32;
       std::int64_t bucket_size = 1024;
-      if (m.method == "maxmin") {
-        bits = m.params.at("bits").get<int>();
-        bucket_size = m.params.at("bucket_size").get<std::int64_t>();
-      } else if (m.method != "none") {
-        throw ConfigError("cgx export: phase '" + p.label + "', parameter '" + name + "' uses " + method_label(m) +
+      if (m.method == kernels::Method::kMaxMin) {
+        bits = m.maxmin.bits;
+        bucket_size = m.maxmin.bucket_size;
+      } else if (m.method != kernels::Method::kNone) {
+        throw ConfigError("cgx export: phase '" + p.label + "', parameter '" + name + "' uses " + kernels::describe(m) +
                           "; CGX runs only maxmin and none");
       }
       auto it = where.find(name);
@@ -61,7 +61,7 @@ std::string export_csv(const Schedule& s) {
   for (const auto& p : s.phases) {
     for (const auto& [name, m] : p.layers) {
       out << p.label << "," << p.start_step << "," << (p.end_step ? std::to_string(*p.end_step) : "") << "," << csv_field(name) << ","
-          << m.method << "," << csv_field(params_text(m)) << "\n";
+          << kernels::method_name(m.method) << "," << csv_field(params_text(m)) << "\n";
     }
   }
   return out.str();

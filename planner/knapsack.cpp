@@ -11,6 +11,7 @@ std::string status_name(PlanStatus s) {
     case PlanStatus::kOptimal: return "optimal";
     case PlanStatus::kFeasible: return "feasible";
     case PlanStatus::kInfeasible: return "infeasible";
+    case PlanStatus::kUniform: return "uniform";
   }
   return "?";
 }

@@ -23,11 +23,12 @@ struct Knapsack {
   double budget = 0;  ///< T (error) for primal engines, S (bytes) for the dual engine
 };
 
-/// Outcome of an engine. kInfeasible comes with the least-error plan (primal) or the least-bytes
-/// plan (dual), so the caller always gets a plan.
-enum class PlanStatus { kOptimal, kFeasible, kInfeasible };
+/// Outcome of a plan. kInfeasible comes with the least-error plan (primal) or the least-bytes
+/// plan (dual), so the caller always gets a plan. kUniform: every layer at its default (the
+/// uniform plan itself, or a degenerate budget); engines never return it.
+enum class PlanStatus { kOptimal, kFeasible, kInfeasible, kUniform };
 
-/// "optimal" / "feasible" / "infeasible".
+/// "optimal" / "feasible" / "infeasible" / "uniform".
 std::string status_name(PlanStatus s);
 
 /// An engine's answer.

@@ -6,24 +6,18 @@
 #include <regex>
 
 #include "core/error.hpp"
+#include "kernels/wire.hpp"
 
 namespace lgreco::planner {
 namespace {
 
-Candidate none_candidate(const LayerTable& l) {
-  Candidate c;
-  c.spec = normalize_method("none", Json::object(), "none");
-  c.error = 0;
-  c.bytes = 4.0 * static_cast<double>(l.numel);
-  c.collective = sim::Collective::kAllreduce;
-  return c;
-}
+Candidate none_candidate(const LayerTable& l) { return make_candidate(kernels::MethodSpec{}, l.shape, 0.0); }
 
-std::regex compile(const std::string& re, const char* flag) {
+std::regex compile(const std::string& re, const char* what) {
   try {
     return std::regex(re, std::regex::ECMAScript);
   } catch (const std::regex_error& e) {
-    throw ConfigError(std::string(flag) + " '" + re + "': invalid regular expression (" + e.what() + ")");
+    throw ConfigError(std::string(what) + " expression '" + re + "': invalid regular expression (" + e.what() + ")");
   }
 }
 
@@ -32,21 +26,24 @@ std::vector<int> allowed_candidates(const LayerTable& l, const PlanOptions& o) {
   std::vector<int> out;
   for (int k = 0; k < static_cast<int>(l.candidates.size()); ++k) {
     const Candidate& c = l.candidates[k];
-    if (c.spec.method == "powersgd" && k != l.default_index) {
-      const double rate = o.min_compression_rate ? *o.min_compression_rate : c.spec.params.at("min_compression_rate").get<double>();
-      if (!powersgd_compressible(l.shape, c.spec.params.at("rank").get<std::int64_t>(), rate)) continue;
+    if (c.spec.method == kernels::Method::kPowerSgd && k != l.default_index) {
+      kernels::PowerSgdParams p = c.spec.powersgd;
+      if (o.min_compression_rate) p.min_compression_rate = *o.min_compression_rate;
+      const auto v = kernels::powersgd_view(l.shape, p);
+      if (!(v.compressed && v.r_eff >= 1)) continue;
     }
     if (o.max_layer_error && c.error > *o.max_layer_error) continue;
     out.push_back(k);
   }
   if (out.empty()) {
     throw ConfigError("layer '" + l.name + "': no candidate left after the per-layer error cap " +
-                      std::to_string(*o.max_layer_error) + " and the PowerSGD minimum compression rate");
+                      (o.max_layer_error ? std::to_string(*o.max_layer_error) : std::string("(none)")) +
+                      " and the PowerSGD minimum compression rate");
   }
   return out;
 }
 
-void predict(const Window& w, const PlanOptions& o, const sim::CollectiveCost* cost, WindowPlan& p) {
+void predict(const Window& w, const PlanOptions& o, const net::CollectiveCost* cost, WindowPlan& p) {
   p.uniform_error = p.uniform_bytes = p.uncompressed_bytes = 0;
   for (const auto& l : w.layers) {
     p.uniform_error += l.candidates[l.default_index].error;
@@ -59,20 +56,24 @@ void predict(const Window& w, const PlanOptions& o, const sim::CollectiveCost* c
     p.total_bytes += c.bytes;
   }
   if (!cost) return;
-  const sim::StepModel model = step_model_of(w, o.forward_s, o.optimizer_s);
-  std::vector<sim::LayerComm> chosen, uniform, raw;
-  for (std::size_t i = 0; i < w.layers.size(); ++i) {
-    const LayerTable& l = w.layers[i];
-    chosen.push_back(layer_comm_of(l, p.chosen[i], o.kernel_time));
-    uniform.push_back(layer_comm_of(l, l.candidates[l.default_index], o.kernel_time));
-    raw.push_back(layer_comm_of(l, none_candidate(l), o.kernel_time));
-  }
-  p.step_s = sim::simulate_step(model, chosen, *cost).step_s;
-  p.uniform_step_s = sim::simulate_step(model, uniform, *cost).step_s;
-  p.uncompressed_step_s = sim::simulate_step(model, raw, *cost).step_s;
+  std::vector<Candidate> uniform;
+  for (const LayerTable& l : w.layers) uniform.push_back(l.candidates[l.default_index]);
+  p.step_s = predict_step(w, p.chosen, o, *cost).step_s;
+  p.uniform_step_s = predict_step(w, uniform, o, *cost).step_s;
+  p.uncompressed_step_s = predict_step(w, uncompressed(w), o, *cost).step_s;
 }
 
 }  // namespace
+
+std::string role_name(Role r) {
+  switch (r) {
+    case Role::kPlanned: return "planned";
+    case Role::kFixed: return "fixed";
+    case Role::kExcluded: return "excluded";
+    case Role::kPinned: return "pinned";
+  }
+  return "?";
+}
 
 std::string engine_name(Engine e) {
   switch (e) {
@@ -89,6 +90,23 @@ Engine parse_engine(const std::string& name) {
     if (engine_name(e) == name) return e;
   }
   throw ConfigError("engine '" + name + "': expected reference, exact, time or dual");
+}
+
+sim::StepResult predict_step(const Window& w, const std::vector<Candidate>& chosen, const PlanOptions& opt,
+                             const net::CollectiveCost& cost) {
+  if (chosen.size() != w.layers.size())
+    throw Error("predict_step: " + std::to_string(chosen.size()) + " settings for " + std::to_string(w.layers.size()) + " layers");
+  std::vector<sim::LayerComm> comm;
+  comm.reserve(chosen.size());
+  for (std::size_t i = 0; i < w.layers.size(); ++i) comm.push_back(layer_comm_of(w.layers[i], chosen[i], opt.kernel_time));
+  return sim::simulate_step(step_model_of(w, opt.forward_s, opt.optimizer_s), comm, cost);
+}
+
+std::vector<Candidate> uncompressed(const Window& w) {
+  std::vector<Candidate> out;
+  out.reserve(w.layers.size());
+  for (const LayerTable& l : w.layers) out.push_back(none_candidate(l));
+  return out;
 }
 
 sim::StepModel step_model_of(const Window& w, double forward_s, double optimizer_s) {
@@ -115,21 +133,12 @@ sim::StepModel step_model_of(const Window& w, double forward_s, double optimizer
 
 sim::LayerComm layer_comm_of(const LayerTable& layer, const Candidate& c, const KernelTimeFn& kernel_time) {
   sim::LayerComm lc;
-  if (c.collective == sim::Collective::kAllgather) {
-    lc.allgather_bytes = c.bytes;
-  } else {
-    const auto split = wire_bytes_split(c.spec, layer.shape);
-    const double sum = split ? (*split)[0] + (*split)[1] : 0;
-    if (split && sum > 0 && (*split)[1] > 0) {
-      lc.allreduce_bytes[0] = c.bytes * (*split)[0] / sum;
-      lc.allreduce_bytes[1] = c.bytes * (*split)[1] / sum;
-    } else {
-      lc.allreduce_bytes[0] = c.bytes;
-    }
-  }
+  const kernels::WireSize w = kernels::wire_size(c.spec, layer.shape);
+  lc.allreduce_bytes = {static_cast<double>(w.allreduce_round_bytes[0]), static_cast<double>(w.allreduce_round_bytes[1])};
+  lc.allgather_bytes = static_cast<double>(w.allgather_bytes);
   if (c.kernel_time_s) {
     lc.compress_s = lc.decompress_s = 0.5 * *c.kernel_time_s;
-  } else if (kernel_time && c.spec.method != "none") {
+  } else if (kernel_time && c.spec.method != kernels::Method::kNone) {
     const auto [comp, decomp] = kernel_time(layer, c);
     lc.compress_s = comp;
     lc.decompress_s = decomp;
@@ -137,66 +146,66 @@ sim::LayerComm layer_comm_of(const LayerTable& layer, const Candidate& c, const 
   return lc;
 }
 
-WindowPlan uniform_plan(const Window& w, const PlanOptions& opt, const sim::CollectiveCost* cost) {
+WindowPlan uniform_plan(const Window& w, const PlanOptions& opt, const net::CollectiveCost* cost) {
   WindowPlan p;
   for (const auto& l : w.layers) {
     p.choice.push_back(l.default_index);
-    p.role.push_back("fixed");
+    p.role.push_back(Role::kFixed);
     p.chosen.push_back(l.candidates[l.default_index]);
   }
-  p.status = "uniform";
+  p.status = PlanStatus::kUniform;
   predict(w, opt, cost, p);
   return p;
 }
 
-WindowPlan plan_window(const Window& w, const PlanOptions& o, const sim::CollectiveCost* cost) {
+WindowPlan plan_window(const Window& w, const PlanOptions& o, const net::CollectiveCost* cost) {
   const std::size_t n = w.layers.size();
-  if ((o.engine == Engine::kTime) && !cost) throw ConfigError("the time engine needs a network model (--topology or --bandwidth)");
+  if ((o.engine == Engine::kTime) && !cost) throw ConfigError("the time engine needs a network model (a topology or a bandwidth)");
   const bool dual = o.engine == Engine::kDual;
   const bool byte_budget = o.budget.kind == Budget::Kind::kBytes || o.budget.kind == Budget::Kind::kTime;
   if (dual != byte_budget) {
-    throw ConfigError(dual ? "the dual engine needs --bytes-budget or --time-budget"
-                           : "--bytes-budget / --time-budget need --engine dual (other engines take --alpha or --error-budget)");
+    throw ConfigError(dual ? "the dual engine needs a byte or time budget"
+                           : "a byte or time budget needs the dual engine (the other engines take an error budget)");
   }
   if (!(o.budget.value >= 0) || !std::isfinite(o.budget.value)) throw ConfigError("budget " + std::to_string(o.budget.value) + ": expected a finite value >= 0");
-  const std::optional<std::regex> inc = o.include_re ? std::optional(compile(*o.include_re, "--include")) : std::nullopt;
-  const std::optional<std::regex> exc = o.exclude_re ? std::optional(compile(*o.exclude_re, "--exclude")) : std::nullopt;
+  const std::optional<std::regex> inc = o.include_re ? std::optional(compile(*o.include_re, "include")) : std::nullopt;
+  const std::optional<std::regex> exc = o.exclude_re ? std::optional(compile(*o.exclude_re, "exclude")) : std::nullopt;
   for (const auto& [name, spec] : o.pins) {
     if (std::none_of(w.layers.begin(), w.layers.end(), [&](const LayerTable& l) { return l.name == name; })) {
-      throw ConfigError("--pin " + name + ": no such parameter in the tables");
+      throw ConfigError("pin '" + name + "': no such parameter in the tables");
     }
   }
   WindowPlan p;
   p.choice.assign(n, 0);
-  p.role.assign(n, "planned");
+  p.role.assign(n, Role::kPlanned);
   p.chosen.resize(n);
   std::vector<std::vector<int>> allowed(n);
   for (std::size_t i = 0; i < n; ++i) {
     const LayerTable& l = w.layers[i];
     auto pin = std::find_if(o.pins.begin(), o.pins.end(), [&](const auto& pr) { return pr.first == l.name; });
     if (pin != o.pins.end()) {
-      p.role[i] = "pinned";
+      p.role[i] = Role::kPinned;
       auto it = std::find_if(l.candidates.begin(), l.candidates.end(), [&](const Candidate& c) { return c.spec == pin->second; });
       if (it != l.candidates.end()) {
         p.choice[i] = static_cast<int>(it - l.candidates.begin());
         p.chosen[i] = *it;
-      } else if (pin->second.method == "none") {
+      } else if (pin->second.method == kernels::Method::kNone) {
         p.choice[i] = -1;
         p.chosen[i] = none_candidate(l);
       } else {
-        throw ConfigError("--pin " + l.name + "=" + method_label(pin->second) + ": not among the layer's candidates (only 'none' may be pinned without one)");
+        throw ConfigError("pin '" + l.name + "' = " + kernels::describe(pin->second) + ": not among the layer's candidates (only 'none' may be pinned without one)");
       }
       continue;
     }
     if ((inc && !std::regex_search(l.name, *inc)) || (exc && std::regex_search(l.name, *exc))) {
-      p.role[i] = "excluded";
+      p.role[i] = Role::kExcluded;
       p.choice[i] = l.default_index;
       p.chosen[i] = l.candidates[l.default_index];
       continue;
     }
     allowed[i] = allowed_candidates(l, o);
     if (allowed[i].size() == 1) {
-      p.role[i] = "fixed";
+      p.role[i] = Role::kFixed;
       p.choice[i] = allowed[i][0];
       p.chosen[i] = l.candidates[allowed[i][0]];
     }
@@ -205,13 +214,13 @@ WindowPlan plan_window(const Window& w, const PlanOptions& o, const sim::Collect
   double uniform_error = 0, fixed_error = 0, fixed_bytes = 0;
   for (std::size_t i = 0; i < n; ++i) {
     uniform_error += w.layers[i].candidates[w.layers[i].default_index].error;
-    if (p.role[i] != "planned") fixed_error += p.chosen[i].error, fixed_bytes += p.chosen[i].bytes;
+    if (p.role[i] != Role::kPlanned) fixed_error += p.chosen[i].error, fixed_bytes += p.chosen[i].bytes;
   }
   double budget = 0;
   if (o.budget.kind == Budget::Kind::kAlpha) budget = o.budget.value * uniform_error;
   if (o.budget.kind == Budget::Kind::kError || o.budget.kind == Budget::Kind::kBytes) budget = o.budget.value;
   if (o.budget.kind == Budget::Kind::kTime) {
-    if (!o.bandwidth_Bps) throw ConfigError("--time-budget needs --bandwidth (bytes budget = time × bandwidth)");
+    if (!o.bandwidth_Bps) throw ConfigError("a time budget needs a bandwidth (bytes budget = time × bandwidth)");
     budget = o.budget.value * *o.bandwidth_Bps;
   }
   if (dual) p.bytes_budget = budget;
@@ -225,7 +234,7 @@ WindowPlan plan_window(const Window& w, const PlanOptions& o, const sim::Collect
   // Planned layers in DDP bucket order.
   std::vector<int> order;
   for (std::size_t i = 0; i < n; ++i) {
-    if (p.role[i] == "planned") order.push_back(static_cast<int>(i));
+    if (p.role[i] == Role::kPlanned) order.push_back(static_cast<int>(i));
   }
   std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
     const auto& la = w.layers[a];
@@ -266,7 +275,19 @@ WindowPlan plan_window(const Window& w, const PlanOptions& o, const sim::Collect
     }
   };
   apply(r.choice);
-  p.status = status_name(r.status);
+  p.status = r.status;
+  if (r.status == PlanStatus::kInfeasible && ks.budget >= 0 && !r.choice.empty()) {
+    // The reference DP rounds every error up to its buckets, so a plan at the budget exactly (the
+    // uniform one at α = 1) can look infeasible: judge the returned (least-error) plan by its real
+    // total. (Relative slack: the sums are the same numbers added in another order.)
+    double e = 0, b = 0;
+    for (std::size_t j = 0; j < order.size(); ++j) {
+      const Candidate& c = w.layers[order[j]].candidates[static_cast<std::size_t>(allowed[order[j]][r.choice[j]])];
+      e += c.error;
+      b += c.bytes;
+    }
+    if ((dual ? b : e) <= ks.budget * (1 + 1e-12)) p.status = PlanStatus::kFeasible;
+  }
   if (o.engine == Engine::kTime) {
     TimeProblem tp;
     tp.model = step_model_of(w, o.forward_s, o.optimizer_s);
@@ -275,7 +296,7 @@ WindowPlan plan_window(const Window& w, const PlanOptions& o, const sim::Collect
     std::vector<std::vector<int>> local_index(n);  // time-problem candidate → table candidate
     for (std::size_t i = 0; i < n; ++i) {
       TimeLayer tl;
-      const std::vector<int> cands = p.role[i] == "planned" ? allowed[i] : std::vector<int>{p.choice[i]};
+      const std::vector<int> cands = p.role[i] == Role::kPlanned ? allowed[i] : std::vector<int>{p.choice[i]};
       for (std::size_t c = 0; c < cands.size(); ++c) {
         const Candidate& cand = cands[c] < 0 ? p.chosen[i] : w.layers[i].candidates[cands[c]];
         tl.error.push_back(cand.error);
@@ -288,17 +309,17 @@ WindowPlan plan_window(const Window& w, const PlanOptions& o, const sim::Collect
     const bool ref_ok = r.status != PlanStatus::kInfeasible;
     TimeResult tr = solve_time(tp, *cost, o.time, ref_ok ? &ref_full : nullptr);
     for (std::size_t i = 0; i < n; ++i) {
-      if (p.role[i] != "planned") continue;
+      if (p.role[i] != Role::kPlanned) continue;
       p.choice[i] = local_index[i][tr.choice[i]];
       p.chosen[i] = w.layers[i].candidates[p.choice[i]];
     }
-    p.status = tr.status == PlanStatus::kInfeasible ? "infeasible" : "feasible";
+    p.status = tr.status == PlanStatus::kInfeasible ? PlanStatus::kInfeasible : PlanStatus::kFeasible;
     p.gap_bound = -1;
     p.detail = "plan from " + tr.source + (tr.exact_discretised ? "" : " (bucket fronts were capped)") +
                (tr.dp_step_s ? "; time-dp step " + std::to_string(*tr.dp_step_s) + " s" : "") +
                (tr.reference_step_s ? "; reference step " + std::to_string(*tr.reference_step_s) + " s" : "");
   }
-  if (p.status == "infeasible") {
+  if (p.status == PlanStatus::kInfeasible) {
     p.warnings.push_back(std::string("no plan meets the ") + (dual ? "byte" : "error") + " budget " + std::to_string(budget) +
                          "; returning the least-" + (dual ? "bytes" : "error") + " plan");
   }

@@ -3,9 +3,9 @@
 /// compression rate, per-layer error cap), the budget, the engine, and the predictions.
 ///
 /// Layer roles:
-/// - pinned (--pin name=method:k=v): fixed to that setting; it must be one of the layer's
+/// - pinned (PlanOptions::pins): fixed to that setting; it must be one of the layer's
 ///   candidates, except "none", which is always available (error 0, 4·numel bytes);
-/// - excluded (matching --exclude, or not matching --include): fixed to the layer's DEFAULT
+/// - excluded (matching exclude_re, or not matching include_re): fixed to the layer's DEFAULT
 ///   candidate (the uniform setting), not to "none";
 /// - planned: the remaining candidates after dropping PowerSGD candidates that do not compress at
 ///   the minimum compression rate (the option, else each candidate's own min_compression_rate;
@@ -15,8 +15,8 @@
 /// errors are charged first, planned layers share the rest. For the dual engine a byte budget S
 /// (or a time budget × bandwidth) with fixed layers' bytes charged first.
 /// Planned layers are handed to the engines in DDP bucket order: (bucket, backward_order).
-/// Degenerate input: T = 0 → the uniform plan, status "uniform" and a warning; a budget no plan
-/// meets → status "infeasible" with the least-error plan (dual: least-bytes plan).
+/// Degenerate input: T = 0 → the uniform plan, status kUniform and a warning; a budget no plan
+/// meets → status kInfeasible with the least-error plan (dual: least-bytes plan).
 #include <array>
 #include <functional>
 #include <optional>
@@ -52,7 +52,7 @@ struct PlanOptions {
   Engine engine = Engine::kReference;
   Budget budget;
   std::optional<std::string> include_re, exclude_re;      ///< ECMAScript regex, searched in the name
-  std::vector<std::pair<std::string, MethodSpec>> pins;   ///< parameter name → setting
+  std::vector<std::pair<std::string, kernels::MethodSpec>> pins;   ///< parameter name → setting
   std::optional<double> min_compression_rate;             ///< PowerSGD rule override
   std::optional<double> max_layer_error;                  ///< per-layer error cap
   ReferenceOptions reference;
@@ -63,12 +63,17 @@ struct PlanOptions {
   KernelTimeFn kernel_time;  ///< kernel time when the tables have none (empty: none charged)
 };
 
+/// How a layer's setting was decided (see the file comment).
+enum class Role { kPlanned, kFixed, kExcluded, kPinned };
+/// "planned" / "fixed" / "excluded" / "pinned".
+std::string role_name(Role r);
+
 /// The plan for one window, with the same figures for the uniform default and no compression.
 struct WindowPlan {
-  std::vector<int> choice;              ///< candidate per layer (window order)
-  std::vector<std::string> role;        ///< "planned", "fixed", "excluded", "pinned"
+  std::vector<int> choice;              ///< candidate per layer (window order); −1: a pinned "none"
+  std::vector<Role> role;               ///< per layer
   std::vector<Candidate> chosen;        ///< the chosen candidate (a synthesised "none" for pins)
-  std::string status;                   ///< optimal | feasible | infeasible | uniform
+  PlanStatus status = PlanStatus::kFeasible;
   std::vector<std::string> warnings;
   double total_error = 0, total_bytes = 0;
   double uniform_error = 0, uniform_bytes = 0, uncompressed_bytes = 0;
@@ -78,19 +83,29 @@ struct WindowPlan {
   std::optional<double> step_s, uniform_step_s, uncompressed_step_s;
 };
 
-/// Plans one window. `cost` may be null (no time predictions); the time engine and a time budget
-/// need it (ConfigError otherwise).
-WindowPlan plan_window(const Window& w, const PlanOptions& opt, const sim::CollectiveCost* cost);
+/// Plans one window. `cost` may be null (no time predictions); the time engine needs it
+/// (ConfigError otherwise).
+WindowPlan plan_window(const Window& w, const PlanOptions& opt, const net::CollectiveCost* cost);
 
 /// The uniform plan (every layer at its default), with predictions; status "uniform".
-WindowPlan uniform_plan(const Window& w, const PlanOptions& opt, const sim::CollectiveCost* cost);
+WindowPlan uniform_plan(const Window& w, const PlanOptions& opt, const net::CollectiveCost* cost);
+
+/// The one step-time prediction of lgreco (plan, whatif and simulate all call it): the window's
+/// step model (step_model_of with opt.forward_s / opt.optimizer_s) with `chosen` settings, one per
+/// layer (layer_comm_of with opt.kernel_time), on `cost` (sim::simulate_step).
+sim::StepResult predict_step(const Window& w, const std::vector<Candidate>& chosen, const PlanOptions& opt,
+                             const net::CollectiveCost& cost);
+
+/// The uncompressed setting ("none") of every layer of a window.
+std::vector<Candidate> uncompressed(const Window& w);
 
 /// The step model of a window: backward times from compute_time_s (0 when absent), backward order
 /// from backward_order, buckets in ascending bucket index.
 sim::StepModel step_model_of(const Window& w, double forward_s, double optimizer_s);
 
-/// A candidate's communication split for the timeline (PowerSGD P/Q in allreduce rounds 0/1 in the
-/// proportion n : m of its formula; allgather methods in the allgather). Kernel time: the
+/// A candidate's communication split for the timeline, from the registry's wire plan
+/// (kernels/wire.hpp: PowerSGD P/Q in allreduce rounds 0/1; allgather methods in the allgather;
+/// the candidate's bytes are the same figure, checked when the tables were read). Kernel time: the
 /// candidate's measured kernel_time_s split evenly between compression (before the collective)
 /// and decompression (after it), as sim::layer_comm does with a device profile; else
 /// `kernel_time`'s figures; else none. "none" candidates cost no kernel time.

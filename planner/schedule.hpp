@@ -8,8 +8,8 @@
 ///                                      omitted when N = 0)
 ///   uniform  [N, W_0.end)              every parameter at its default (the window measured)
 ///   plan-k   [W_k.end, W_{k+1}.end)    the plan made from window k; the last one is open (end null)
-/// A phase's bytes_per_step is Σ over parameters of the contract's wire bytes of its setting (the
-/// table's measured bytes where the formula is data dependent). The top-level "predicted" describes
+/// A phase's bytes_per_step is Σ over parameters of the registry's wire bytes of its setting
+/// (kernels/wire.hpp, steady state). The top-level "predicted" describes
 /// the last plan phase against the uniform default and no compression on the same window.
 #include <cstdint>
 #include <optional>
@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "core/json_util.hpp"
-#include "planner/methods.hpp"
+#include "kernels/method.hpp"
 #include "planner/plan.hpp"
 #include "planner/tables.hpp"
 
@@ -29,7 +29,7 @@ struct Phase {
   std::int64_t start_step = 0;
   std::optional<std::int64_t> end_step;
   std::string label;                                        ///< warmup | uniform | plan-<k>
-  std::vector<std::pair<std::string, MethodSpec>> layers;   ///< in model order
+  std::vector<std::pair<std::string, kernels::MethodSpec>> layers;   ///< in model order
   Json predicted = Json::object();                          ///< {"bytes_per_step", ...}
 };
 
@@ -47,6 +47,9 @@ struct Schedule {
   int world_size = 1;
   std::string family, engine;
   std::uint64_t seed = 0;
+  /// Every parameter with its shape, in model.parameters() order (format 2; empty for a format-1
+  /// document, which has no wire plans).
+  std::vector<std::pair<std::string, std::vector<std::int64_t>>> parameters;
   std::vector<Phase> phases;
   std::vector<BucketInfo> buckets;
   Json predicted = Json::object(), config = Json::object(), provenance = Json::object();
@@ -57,10 +60,18 @@ struct Schedule {
 Schedule build_schedule(const Tables& t, const std::vector<WindowPlan>& plans, const std::string& engine,
                         std::optional<std::int64_t> warmup_steps, std::uint64_t seed, Json config, Json provenance);
 
-/// Serialises (schema_version 1, kind "lgreco-schedule").
+/// Serialises (kind "lgreco-schedule"). With parameters known: format 2, with "parameters" and for
+/// every phase the wire plan of every parameter (wire_json); otherwise format 1.
 Json schedule_to_json(const Schedule& s);
+/// The wire plans of a phase, keyed by parameter name: kernels::wire_plan_to_json of the steady
+/// state, plus "stages" (kernels::wire_stage_to_json) over the phase's steps when top-k's DGC
+/// warm-up makes any of them differ from the steady state. What the DDP hook executes and checks its bytes against.
+Json wire_json(const Schedule& s, const Phase& p);
 /// Strict structural reading (unknown keys, wrong types → ConfigError naming `origin` and field);
-/// methods are normalised (defaults filled; unknown methods/params are errors).
+/// methods are normalised (defaults filled; unknown methods/params are errors); a format-2 phase's
+/// parameters come in model order (the document's "parameters"). Format 1 and 2;
+/// a format-2 document's wire plans must equal the registry's (InputError naming the phase and
+/// parameter otherwise).
 Schedule schedule_from_json(const Json& doc, const std::string& origin);
 /// Reads a schedule file.
 Schedule read_schedule(const std::string& path);
@@ -72,7 +83,7 @@ std::vector<std::string> check_schedule(const Schedule& s);
 /// One per-parameter difference between two phases.
 struct PhaseChange {
   std::string param;
-  std::optional<MethodSpec> from, to;  ///< absent when the parameter is missing on that side
+  std::optional<kernels::MethodSpec> from, to;  ///< absent when the parameter is missing on that side
 };
 /// Parameters whose setting differs between a and b (in a's order, then b's extra ones).
 std::vector<PhaseChange> diff_phases(const Phase& a, const Phase& b);
@@ -81,6 +92,6 @@ std::vector<PhaseChange> diff_phases(const Phase& a, const Phase& b);
 const Phase& find_phase(const Schedule& s, const std::string& label);
 
 /// "k=v;k=v" of all parameters (CSV and tables).
-std::string params_text(const MethodSpec& m);
+std::string params_text(const kernels::MethodSpec& m);
 
 }  // namespace lgreco::planner

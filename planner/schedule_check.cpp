@@ -16,6 +16,15 @@ std::vector<std::string> check_schedule(const Schedule& s) {
   for (const auto& p : s.phases) {
     for (const auto& [name, m] : p.layers) all.insert(name);
   }
+  std::set<std::string> declared;
+  for (const auto& [name, shape] : s.parameters) {
+    if (!declared.insert(name).second) issues.push_back("parameter '" + name + "' listed twice in parameters");
+    all.insert(name);
+  }
+  for (const auto& p : s.phases)
+    for (const auto& [name, m] : p.layers)
+      if (!s.parameters.empty() && !declared.count(name))
+        issues.push_back("phase '" + p.label + "': parameter '" + name + "' is not among the schedule's parameters");
   std::map<std::string, int> owner;
   for (const auto& b : s.buckets) {
     for (const auto& name : b.params) {
@@ -55,7 +64,7 @@ std::vector<std::string> check_schedule(const Schedule& s) {
 }
 
 std::vector<PhaseChange> diff_phases(const Phase& a, const Phase& b) {
-  std::map<std::string, MethodSpec> mb(b.layers.begin(), b.layers.end());
+  std::map<std::string, kernels::MethodSpec> mb(b.layers.begin(), b.layers.end());
   std::set<std::string> seen;
   std::vector<PhaseChange> out;
   for (const auto& [name, m] : a.layers) {

@@ -7,6 +7,9 @@
 #include <string_view>
 
 #include "core/error.hpp"
+#include "core/int_math.hpp"
+#include "kernels/method_json.hpp"
+#include "kernels/wire.hpp"
 
 namespace lgreco::planner {
 namespace {
@@ -63,18 +66,15 @@ double finite_number(JsonObject& o, const std::string& key, const What& what) {
   return v.get<double>();
 }
 
-sim::Collective parse_collective(const std::string& s, const std::string& where) {
-  if (s == "allreduce") return sim::Collective::kAllreduce;
-  if (s == "allgather") return sim::Collective::kAllgather;
-  throw ConfigError(where + ": collective '" + s + "'; expected allreduce or allgather");
-}
-
 LayerTable read_layer(const Json& j, const std::string& where, const std::string& window_desc) {
   JsonObject o(j, where);
   LayerTable l;
   l.name = o.get<std::string>("name");
   l.shape = o.get<std::vector<std::int64_t>>("shape");
   l.numel = o.get<std::int64_t>("numel");
+  if (const auto numel = shape_numel(l.shape); !numel || *numel != l.numel) {
+    throw ConfigError(where + ": numel " + std::to_string(l.numel) + " is not the product of shape " + Json(l.shape).dump());
+  }
   l.kind = o.get<std::string>("kind");
   l.bucket = o.get<int>("bucket");
   l.backward_order = o.get<int>("backward_order");
@@ -91,15 +91,22 @@ LayerTable read_layer(const Json& j, const std::string& where, const std::string
     const std::string cw = where + ".candidates[" + std::to_string(k) + "]";
     JsonObject c(cands[k], cw);
     Candidate cand;
-    const std::string method = c.get<std::string>("method");
-    const Json* params = c.find("params");
-    cand.spec = normalize_method(method, params ? *params : Json::object(), cw);
+    Json method = Json::object();
+    method["method"] = c.get<std::string>("method");
+    if (const Json* params = c.find("params")) method["params"] = *params;
+    cand.spec = kernels::method_from_json(method, cw);
     const auto what = [&] {
-      return window_desc + ", layer '" + l.name + "', candidate " + std::to_string(k) + " (" + method_label(cand.spec) + ")";
+      return window_desc + ", layer '" + l.name + "', candidate " + std::to_string(k) + " (" + kernels::describe(cand.spec) + ")";
     };
     cand.error = finite_number(c, "error", what);
-    cand.bytes = finite_number(c, "bytes", what);
-    cand.collective = parse_collective(c.get<std::string>("collective"), cw);
+    // Bytes and collective are the registry's; a file may state them (validate_tables checks them).
+    const Candidate ref = make_candidate(cand.spec, l.shape, cand.error);
+    cand.bytes = c.has("bytes") ? finite_number(c, "bytes", what) : ref.bytes;
+    cand.collective = ref.collective;
+    if (const Json* coll = c.find("collective")) {
+      if (!coll->is_string()) throw ConfigError(cw + ".collective: expected a string, got " + coll->dump());
+      cand.collective = parse_collective(coll->get<std::string>());
+    }
     if (const Json* kt = c.find("kernel_time_s"); kt && !kt->is_null()) {
       if (!kt->is_number()) throw ConfigError(cw + ": kernel_time_s = " + kt->dump() + "; expected a number");
       cand.kernel_time_s = kt->get<double>();
@@ -113,7 +120,15 @@ LayerTable read_layer(const Json& j, const std::string& where, const std::string
 
 }  // namespace
 
-std::string collective_name(sim::Collective c) { return c == sim::Collective::kAllgather ? "allgather" : "allreduce"; }
+Candidate make_candidate(const kernels::MethodSpec& spec, std::span<const std::int64_t> shape, double error) {
+  Candidate c;
+  c.spec = spec;
+  c.error = error;
+  const kernels::WireSize w = kernels::wire_size(spec, shape);
+  c.bytes = static_cast<double>(w.bytes);
+  c.collective = w.collective;
+  return c;
+}
 
 Tables tables_from_json(const Json& doc, const std::string& origin) {
   JsonObject o(doc, origin);
@@ -189,7 +204,10 @@ void validate_tables(const Tables& t, const std::string& origin) {
         throw ConfigError(ld + ": windows must list the same layers in the same order as window 0");
       }
       if (shape_numel(l.shape) != l.numel) {
-        throw ConfigError(ld + ": numel " + std::to_string(l.numel) + " is not the product of its shape");
+        throw ConfigError(ld + ": numel " + std::to_string(l.numel) + " is not the product of its shape " + Json(l.shape).dump());
+      }
+      if (w > 0 && t.windows[0].layers[i].shape != l.shape) {
+        throw ConfigError(ld + ": shape " + Json(l.shape).dump() + " differs from window 0's " + Json(t.windows[0].layers[i].shape).dump());
       }
       if (l.kind != "weight" && l.kind != "bias" && l.kind != "norm" && l.kind != "embedding") {
         throw ConfigError(ld + ": kind '" + l.kind + "'; expected weight, bias, norm or embedding");
@@ -204,7 +222,7 @@ void validate_tables(const Tables& t, const std::string& origin) {
         const Candidate& c = l.candidates[k];
         const auto cd = [&] {
           return origin + ": window " + std::to_string(w) + ", layer '" + l.name + "', candidate " + std::to_string(k) +
-                 " (" + method_label(c.spec) + ")";
+                 " (" + kernels::describe(c.spec) + ")";
         };
         if (!std::isfinite(c.error)) {
           const std::string v = std::isnan(c.error) ? "NaN" : (c.error > 0 ? "Infinity" : "-Infinity");
@@ -212,6 +230,12 @@ void validate_tables(const Tables& t, const std::string& origin) {
         }
         if (c.error < 0) throw InputError(cd() + ": error " + Json(c.error).dump() + " is negative");
         if (!std::isfinite(c.bytes) || c.bytes < 0) throw InputError(cd() + ": bytes " + std::to_string(c.bytes) + "; expected a finite number >= 0");
+        const Candidate ref = make_candidate(c.spec, l.shape, c.error);
+        if (c.bytes != ref.bytes)
+          throw InputError(cd() + ": bytes " + Json(c.bytes).dump() + " disagree with the method's wire size " + Json(ref.bytes).dump() +
+                           " for shape " + Json(l.shape).dump() + " (kernels/wire.hpp; a file may omit bytes)");
+        if (c.collective != ref.collective)
+          throw InputError(cd() + ": collective " + to_string(c.collective) + " is not the method's (" + to_string(ref.collective) + ")");
         if (c.kernel_time_s && (!std::isfinite(*c.kernel_time_s) || *c.kernel_time_s < 0)) {
           throw InputError(cd() + ": kernel_time_s " + std::to_string(*c.kernel_time_s) + "; expected a finite number >= 0");
         }
@@ -220,18 +244,22 @@ void validate_tables(const Tables& t, const std::string& origin) {
   }
 }
 
+Json candidate_to_json(const Candidate& c) {
+  Json cj = kernels::method_to_json(c.spec);
+  cj["error"] = c.error;
+  cj["bytes"] = c.bytes;
+  cj["collective"] = to_string(c.collective);
+  if (c.kernel_time_s) cj["kernel_time_s"] = *c.kernel_time_s;
+  return cj;
+}
+
 Json tables_to_json(const Tables& t) {
   Json windows = Json::array();
   for (const Window& w : t.windows) {
     Json layers = Json::array();
     for (const LayerTable& l : w.layers) {
       Json cands = Json::array();
-      for (const Candidate& c : l.candidates) {
-        Json cj = {{"method", c.spec.method}, {"params", c.spec.params}, {"error", c.error}, {"bytes", c.bytes},
-                   {"collective", collective_name(c.collective)}};
-        if (c.kernel_time_s) cj["kernel_time_s"] = *c.kernel_time_s;
-        cands.push_back(std::move(cj));
-      }
+      for (const Candidate& c : l.candidates) cands.push_back(candidate_to_json(c));
       Json lj = {{"name", l.name}, {"shape", l.shape}, {"numel", l.numel}, {"kind", l.kind}, {"bucket", l.bucket},
                  {"backward_order", l.backward_order}, {"default", l.default_index}, {"candidates", std::move(cands)}};
       if (l.compute_time_s) lj["compute_time_s"] = *l.compute_time_s;

@@ -2,29 +2,32 @@
 /// Candidate tables: per re-plan window, per layer, every compression candidate's error and wire
 /// bytes (docs/tables-format.md). Produced by the replay engine or by any other tool; read strictly.
 ///
-/// Validation (read_tables / validate_tables): unknown keys are errors; every error and byte count
-/// must be finite and ≥ 0 (NaN/Inf → InputError naming the window, layer and candidate); numel must
-/// equal the product of shape; default is a valid candidate index; windows are ordered and do not
-/// overlap; every window lists the same layers (same names, in the same order).
+/// Validation (read_tables / validate_tables): unknown keys are errors; every error must be finite
+/// and ≥ 0 (NaN/Inf → InputError naming the window, layer and candidate); a candidate's bytes and
+/// collective are the method registry's (kernels/wire.hpp, the steady state per step) — optional
+/// in files, and an error when given and different; numel must equal the product of shape; default
+/// is a valid candidate index; windows are ordered and do not overlap; every window lists the same
+/// layers (same names, shapes, in the same order).
 #include <cstdint>
 #include <filesystem>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "core/atomic_file.hpp"
 #include "core/json_util.hpp"
-#include "planner/methods.hpp"
-#include "sim/timeline.hpp"
+#include "core/collective.hpp"
+#include "kernels/method.hpp"
 
 namespace lgreco::planner {
 
 /// One compression setting of one layer, measured over one window.
 struct Candidate {
-  MethodSpec spec;                      ///< normalised method and parameters
+  kernels::MethodSpec spec;             ///< method and resolved parameters
   double error = 0;                     ///< ‖A − C(A)‖_F (absolute Frobenius norm)
-  double bytes = 0;                     ///< wire bytes per worker per step
-  sim::Collective collective = sim::Collective::kAllreduce;
+  double bytes = 0;                     ///< wire bytes per worker per step (the registry's, steady state)
+  Collective collective = Collective::kAllreduce;  ///< the registry's collective of the method
   std::optional<double> kernel_time_s;  ///< compression + decompression kernel time, if measured
 };
 
@@ -87,12 +90,14 @@ class PendingTables {
 Tables tables_from_json(const Json& doc, const std::string& origin);
 /// Parses text (NaN/Infinity tolerant, see read_tables) and validates.
 Tables tables_from_text(const std::string& text, const std::string& origin);
+/// One candidate in the tables' JSON form: {"method", "params", "error", "bytes", "collective"[, "kernel_time_s"]}.
+Json candidate_to_json(const Candidate& c);
 /// Serialises (schema_version 1, kind "lgreco-tables").
 Json tables_to_json(const Tables& t);
 /// Checks the invariants listed above; throws InputError/ConfigError naming `origin` and the field.
 void validate_tables(const Tables& t, const std::string& origin);
 
-/// "allreduce" / "allgather".
-std::string collective_name(sim::Collective c);
+/// A candidate of `spec` on a layer of `shape`: bytes and collective from the registry, the given error.
+Candidate make_candidate(const kernels::MethodSpec& spec, std::span<const std::int64_t> shape, double error);
 
 }  // namespace lgreco::planner

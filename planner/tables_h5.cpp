@@ -12,7 +12,8 @@
 
 #include "core/error.hpp"
 #include "planner/tables.hpp"
-#include "traces/detail/h5.hpp"
+#include "kernels/method_json.hpp"
+#include "traces/hdf5.hpp"
 
 namespace lgreco::planner {
 namespace h5 = lgreco::traces::h5;
@@ -204,7 +205,7 @@ int to_int(std::int64_t v, const std::string& where) {
   return static_cast<int>(v);
 }
 
-Window read_window(hid_t g, const std::string& where, const std::vector<MethodSpec>& settings) {
+Window read_window(hid_t g, const std::string& where, const std::vector<kernels::MethodSpec>& settings) {
   reject_unknown(attribute_names(g, where), {"start_step", "end_step"}, where, "attribute");
   reject_unknown(member_names(g, where), kWindowArrays, where, "dataset");
   Window win;
@@ -266,8 +267,8 @@ Window read_window(hid_t g, const std::string& where, const std::vector<MethodSp
       cand.spec = settings[static_cast<std::size_t>(setting[c])];
       cand.error = error[c];
       cand.bytes = bytes[c];
-      if (coll[c] == kAllreduceCode) cand.collective = sim::Collective::kAllreduce;
-      else if (coll[c] == kAllgatherCode) cand.collective = sim::Collective::kAllgather;
+      if (coll[c] == kAllreduceCode) cand.collective = Collective::kAllreduce;
+      else if (coll[c] == kAllgatherCode) cand.collective = Collective::kAllgather;
       else
         throw ConfigError(cw + ": candidate_collective = " + std::to_string(coll[c]) + "; expected 0 (allreduce) or 1 (allgather)");
       if (!std::isnan(ktime[c])) cand.kernel_time_s = ktime[c];
@@ -316,7 +317,7 @@ Tables read_tables_h5(const std::filesystem::path& path) {
 
   for (const char* g : {"settings", "windows"})
     if (H5Lexists(root, g, H5P_DEFAULT) <= 0) throw ConfigError(origin + ": missing group '" + g + "'");
-  std::vector<MethodSpec> settings;
+  std::vector<kernels::MethodSpec> settings;
   {
     const std::string where = origin + ": settings";
     h5::Handle g = h5::checked(H5Gopen2(root, "settings", H5P_DEFAULT), where, "cannot open the group");
@@ -325,7 +326,7 @@ Tables read_tables_h5(const std::filesystem::path& path) {
     const auto params = read_strings(g.get(), "params", method.size(), where);
     for (std::size_t i = 0; i < method.size(); ++i) {
       const std::string sw = where + "[" + std::to_string(i) + "]";
-      settings.push_back(normalize_method(method[i], parse_json_text(params[i], sw + ".params"), sw));
+      settings.push_back(kernels::method_from_json(Json{{"method", method[i]}, {"params", parse_json_text(params[i], sw + ".params")}}, sw));
     }
   }
   h5::Handle wg = h5::checked(H5Gopen2(root, "windows", H5P_DEFAULT), origin, "cannot open group 'windows'");
@@ -361,11 +362,12 @@ void write_tables_h5(const Tables& t, const std::filesystem::path& file_path, co
   // Distinct settings, in order of first use.
   std::unordered_map<std::string, std::int64_t> index;
   std::vector<std::string> methods, params;
-  const auto setting_of = [&](const MethodSpec& s) {
-    const std::string p = s.params.dump();
-    const auto [it, fresh] = index.try_emplace(s.method + '\n' + p, static_cast<std::int64_t>(methods.size()));
+  const auto setting_of = [&](const kernels::MethodSpec& s) {
+    const Json j = kernels::method_to_json(s);
+    const std::string m = j["method"].get<std::string>(), p = j["params"].dump();
+    const auto [it, fresh] = index.try_emplace(m + '\n' + p, static_cast<std::int64_t>(methods.size()));
     if (fresh) {
-      methods.push_back(s.method);
+      methods.push_back(m);
       params.push_back(p);
     }
     return it->second;
@@ -396,7 +398,7 @@ void write_tables_h5(const Tables& t, const std::filesystem::path& file_path, co
         setting.push_back(setting_of(c.spec));
         error.push_back(c.error);
         bytes.push_back(c.bytes);
-        coll.push_back(c.collective == sim::Collective::kAllgather ? kAllgatherCode : kAllreduceCode);
+        coll.push_back(c.collective == Collective::kAllgather ? kAllgatherCode : kAllreduceCode);
         ktime.push_back(c.kernel_time_s.value_or(absent));
       }
     }

@@ -61,7 +61,7 @@ kernels::Backend resolve_backend(const std::string& name) {
     (void)kernels::make_compressor(kernels::parse_method("none"), kernels::Backend::kCuda);
     return kernels::Backend::kCuda;
   } catch (const CudaUnavailable& e) {
-    if (name == "cuda") throw CudaUnavailable(std::string("--backend cuda: ") + e.what());
+    if (name == "cuda") throw CudaUnavailable(std::string("backend 'cuda': ") + e.what());
     return kernels::Backend::kCpu;
   }
 }
@@ -152,8 +152,11 @@ LayerWindow Replay::run_layer(std::size_t l, const Window& w, const kernels::Met
     const std::size_t row = w.first_row + i;
     source_.read(l, row, g);
     const auto info = ef.step(g, acc, recon, ctx_for(row));
-    bytes += candidate_bytes(spec, layer.shape, n, &info);
-    err += frobenius_distance(acc, recon);
+    const double e = frobenius_distance(acc, recon);
+    bytes += static_cast<double>(info.wire.bytes);
+    err += e;
+    res.step_bytes.push_back(info.wire.bytes);
+    res.step_error.push_back(e);
     res.applied_wire = info.wire;
     if (i >= acc_from) {
       for (std::size_t j = 0; j < n; ++j) a[j] += acc[j];
@@ -179,21 +182,20 @@ LayerWindow Replay::run_layer(std::size_t l, const Window& w, const kernels::Met
   for (const auto& c : set.candidates) {
     kernels::ErrorFeedback cef(kernels::make_compressor(c, options_.backend));
     cef.state(l) = copy_state(start_state);
-    double cb = 0, ce = 0;
+    double ce = 0;
     for (std::size_t i = 0; i < w.count; ++i) {
       throw_if_cancelled();
       const std::size_t row = w.first_row + i;
       source_.read(l, row, g);
-      const auto info = cef.step(g, acc, recon, ctx_for(row));
-      cb += candidate_bytes(c, layer.shape, n, &info);
+      cef.step(g, acc, recon, ctx_for(row));
       if (i >= acc_from) ce += frobenius_distance(acc, recon);
     }
     add_bytes(grad_bytes_, 4.0 * static_cast<double>(n) * static_cast<double>(w.count));
     CandidateMeasure m;
     m.spec = c;
     m.error = ce / static_cast<double>(w.acc_steps);
-    m.bytes = cb / static_cast<double>(w.count);
-    m.collective = kernels::wire_size(c, layer.shape, n).collective;
+    m.bytes = candidate_bytes(c, layer.shape);
+    m.collective = kernels::method_collective(c.method);
     res.candidates.push_back(std::move(m));
   }
   return res;

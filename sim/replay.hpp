@@ -16,8 +16,8 @@
 ///      and warm start in force at the window's start; error = mean over the last a steps of the
 ///      per-step ‖acc_t − C(acc_t)‖_F, the error the layer would really see under that setting.
 ///      (Rows are re-read from the source for each candidate: memory stays at a few layer buffers.)
-///    bytes = the wire bytes of the candidate as the schedule would run it (kernels/wire.hpp; for
-///    data-dependent encodings the size measured on A, or the mean per step in trajectory mode).
+///    bytes = the candidate's steady-state wire bytes per step (kernels/wire.hpp: every size is fixed
+///    by the shape; top-k's DGC warm-up stages are the schedule's business, not the tables').
 /// Memory: each running task holds ≈ 5 buffers of its layer (g, acc, c, e, A) plus the kernels'
 /// scratch; carried state (e, Q) is kept only for layers whose burst continues into the next window.
 #include <atomic>
@@ -75,7 +75,7 @@ struct CandidateMeasure {
   kernels::MethodSpec spec;   ///< the setting as a schedule would run it
   double error = 0;           ///< ‖A − C(A)‖_F (or the per-step mean in trajectory mode)
   double bytes = 0;           ///< wire bytes per worker per step
-  kernels::Collective collective = kernels::Collective::kAllreduce;
+  Collective collective = Collective::kAllreduce;
 };
 
 /// One layer in one window.
@@ -85,6 +85,8 @@ struct LayerWindow {
   kernels::MethodSpec applied;       ///< the setting in force during the window
   double applied_bytes_per_step = 0; ///< mean wire bytes per step the kernels reported for it
   double applied_error_per_step = 0; ///< mean ‖acc_t − c_t‖_F over the window's steps
+  std::vector<std::uint64_t> step_bytes;  ///< per step of the window: wire bytes the kernels reported
+  std::vector<double> step_error;    ///< per step of the window: ‖acc_t − c_t‖_F
   kernels::WireSize applied_wire;    ///< wire split of the window's last step (for the timeline)
 };
 

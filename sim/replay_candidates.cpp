@@ -21,15 +21,10 @@ void push_unique(CandidateSet& set, const MethodSpec& s) {
   set.candidates.push_back(s);
 }
 
-std::uint64_t numel_of(std::span<const std::int64_t> shape) {
-  std::uint64_t n = 1;
-  for (auto d : shape) n *= static_cast<std::uint64_t>(d);
-  return n;
-}
 
 bool powersgd_compressible(const kernels::PowerSgdParams& p, std::span<const std::int64_t> shape) {
   if (shape.size() < 2) return false;
-  return kernels::powersgd_view(shape, numel_of(shape), p).compressed && p.rank > 0;
+  return kernels::powersgd_view(shape, p).compressed && p.rank > 0;
 }
 
 void add_powersgd(CandidateSet& set, const MethodSpec& def, std::span<const std::int64_t> shape, const CandidateRanges& r) {
@@ -41,7 +36,7 @@ void add_powersgd(CandidateSet& set, const MethodSpec& def, std::span<const std:
   for (int k = std::max(0, lo); k <= hi; ++k) {
     MethodSpec s = def;
     s.powersgd.rank = k;
-    const auto view = kernels::powersgd_view(shape, numel_of(shape), s.powersgd);
+    const auto view = kernels::powersgd_view(shape, s.powersgd);
     if (k > 0 && !view.compressed) {
       if (!have_none) push_unique(set, none_spec());
       have_none = true;
@@ -70,8 +65,30 @@ void add_bits(CandidateSet& set, const MethodSpec& def) {
 void add_density(CandidateSet& set, const MethodSpec& def) {
   for (int j = -2; j <= 2; ++j) {
     MethodSpec s = def;
-    s.topk.density = std::min(1.0, def.topk.density * std::pow(2.0, j / 2.0));
+    double& d = def.method == Method::kRandomK ? s.randomk.density : s.topk.density;
+    d = std::min(1.0, (def.method == Method::kRandomK ? def.randomk.density : def.topk.density) * std::pow(2.0, j / 2.0));
     push_unique(set, s);
+  }
+}
+
+void add_levels(CandidateSet& set, const MethodSpec& def) {
+  const int s0 = def.nuqsgd.levels;
+  for (int s = std::max(1, s0 / 2); s <= std::min(30, 2 * s0); ++s) {
+    MethodSpec c = def;
+    c.nuqsgd.levels = s;
+    push_unique(set, c);
+  }
+}
+
+// The candidates of a one-method family on a planned (big enough) matrix.
+void add_method(CandidateSet& set, const MethodSpec& def) {
+  switch (def.method) {
+    case Method::kTopK:
+    case Method::kRandomK: add_density(set, def); break;
+    case Method::kQsgd:
+    case Method::kMaxMin: add_bits(set, def); break;
+    case Method::kNuqsgd: add_levels(set, def); break;
+    default: push_unique(set, def); break;
   }
 }
 
@@ -87,49 +104,69 @@ int index_of(const CandidateSet& set, const MethodSpec& s) {
 MethodSpec none_spec() { return kernels::parse_method("none"); }
 
 Family family_from_name(const std::string& name) {
-  if (name == "powersgd") return Family::kPowerSgd;
-  if (name == "topk") return Family::kTopK;
-  if (name == "qsgd") return Family::kQsgd;
-  if (name == "maxmin") return Family::kMaxMin;
   if (name == "mixed") return Family::kMixed;
   if (name == "all") return Family::kAll;
-  throw ConfigError("unknown family '" + name + "' (expected powersgd, topk, qsgd, maxmin, mixed or all)");
+  const kernels::MethodInfo* m = kernels::find_method(name);
+  if (!m || m->method == Method::kNone) {
+    std::string known;
+    for (const auto& n : family_names()) known += (known.empty() ? "" : ", ") + n;
+    throw ConfigError("unknown family '" + name + "' (expected " + known + ")");
+  }
+  return Family{Family::Kind::kMethod, m->method};
 }
 
 std::string to_string(Family f) {
-  switch (f) {
-    case Family::kPowerSgd: return "powersgd";
-    case Family::kTopK: return "topk";
-    case Family::kQsgd: return "qsgd";
-    case Family::kMaxMin: return "maxmin";
-    case Family::kMixed: return "mixed";
-    case Family::kAll: return "all";
+  switch (f.kind) {
+    case Family::Kind::kMixed: return "mixed";
+    case Family::Kind::kAll: return "all";
+    case Family::Kind::kMethod: break;
   }
-  return "?";
+  return kernels::method_name(f.method);
+}
+
+std::vector<std::string> family_names() {
+  std::vector<std::string> out;
+  for (const auto& m : kernels::methods())
+    if (m.method != Method::kNone) out.push_back(m.name);
+  out.push_back("mixed");
+  out.push_back("all");
+  return out;
 }
 
 FamilyDefaults parse_family_defaults(Family family, const std::vector<std::pair<std::string, std::string>>& kv) {
   FamilyDefaults d;
-  if (family != Family::kMixed && family != Family::kAll) {
+  auto check_rank = [&](const kernels::MethodSpec& m) {
+    if (m.method == Method::kPowerSgd && m.powersgd.rank < 1)
+      throw ConfigError("family " + to_string(family) + ": default rank 0 sends nothing (every layer would go to the residual); "
+                        "the uniform default needs rank >= 1 (rank 0 is a candidate when the default is rank 1)");
+  };
+  if (family.kind == Family::Kind::kMethod) {
     d.matrix = kernels::parse_method(to_string(family), kv);
     d.other = d.sparse = d.matrix;
+    check_rank(d.matrix);
     return d;
   }
+  // Each key goes to the method of the combination that has it (the registry decides).
+  const auto& psgd_info = kernels::method_info(Method::kPowerSgd);
+  const auto& mm_info = kernels::method_info(Method::kMaxMin);
+  const auto& tk_info = kernels::method_info(Method::kTopK);
   kernels::ParamList psgd, mm, tk;
   for (const auto& [k, v] : kv) {
-    if (k == "bits" || k == "bucket_size" || k == "rounding") mm.emplace_back(k, v);
-    else if (family == Family::kAll && (k == "density" || k == "encoding" || k == "selection" || k == "momentum" ||
-                                        k == "warmup_steps"))
-      tk.emplace_back(k, v);
-    else psgd.emplace_back(k, v);
+    if (kernels::find_param(psgd_info, k)) psgd.emplace_back(k, v);
+    else if (kernels::find_param(mm_info, k)) mm.emplace_back(k, v);
+    else if (family == Family::kAll && kernels::find_param(tk_info, k)) tk.emplace_back(k, v);
+    else {
+      std::string known;
+      for (const auto* info : {&psgd_info, &mm_info, &tk_info}) {
+        if (info == &tk_info && !(family == Family::kAll)) continue;
+        for (const auto& p : info->params) known += (known.empty() ? "" : ", ") + std::string(info->name) + "." + p.name;
+      }
+      throw ConfigError("family " + to_string(family) + ": unknown default parameter '" + k + "'; known: " + known);
+    }
   }
   d.sparse = kernels::parse_method("topk", tk);
-  try {
-    d.matrix = kernels::parse_method("powersgd", psgd);
-  } catch (const ConfigError& e) {
-    throw ConfigError("family " + to_string(family) + ": --default: " + e.what() +
-                      " (max-min keys: bits, bucket_size, rounding; top-k keys with family all: density, encoding, selection, momentum, warmup_steps)");
-  }
+  d.matrix = kernels::parse_method("powersgd", psgd);
+  check_rank(d.matrix);
   d.other = kernels::parse_method("maxmin", mm);
   return d;
 }
@@ -137,50 +174,38 @@ FamilyDefaults parse_family_defaults(Family family, const std::vector<std::pair<
 CandidateSet make_candidates(Family family, const FamilyDefaults& defaults, std::span<const std::int64_t> shape,
                              const CandidateRanges& ranges) {
   CandidateSet set;
-  const std::uint64_t numel = numel_of(shape);
+  const std::uint64_t numel = kernels::wire_numel(shape);
   const bool big_matrix = shape.size() >= 2 && numel >= ranges.min_numel;
   MethodSpec def = none_spec();
-  switch (family) {
-    case Family::kPowerSgd:
-      if (powersgd_compressible(defaults.matrix.powersgd, shape)) {
-        add_powersgd(set, defaults.matrix, shape, ranges);
-        def = defaults.matrix;
-      }
-      break;
-    case Family::kTopK:
-      if (big_matrix) {
-        add_density(set, defaults.matrix);
-        def = defaults.matrix;
-      }
-      break;
-    case Family::kQsgd:
-    case Family::kMaxMin:
-      if (big_matrix) {
-        add_bits(set, defaults.matrix);
-        def = defaults.matrix;
-      }
-      break;
-    case Family::kMixed:
-      if (powersgd_compressible(defaults.matrix.powersgd, shape)) {
-        add_powersgd(set, defaults.matrix, shape, ranges);
-        add_bits(set, defaults.other);
-        def = defaults.matrix;
-      } else if (big_matrix) {
-        add_bits(set, defaults.other);
-        def = defaults.other;
-      }
-      break;
-    case Family::kAll:
-      if (powersgd_compressible(defaults.matrix.powersgd, shape)) {
-        add_powersgd(set, defaults.matrix, shape, ranges);
-        def = defaults.matrix;
-      }
-      if (big_matrix) {
-        add_density(set, defaults.sparse);
-        add_bits(set, defaults.other);
-        if (def.method == Method::kNone) def = defaults.other;
-      }
-      break;
+  if (family == Family::kPowerSgd) {
+    if (powersgd_compressible(defaults.matrix.powersgd, shape)) {
+      add_powersgd(set, defaults.matrix, shape, ranges);
+      def = defaults.matrix;
+    }
+  } else if (family.kind == Family::Kind::kMethod) {
+    if (big_matrix) {
+      add_method(set, defaults.matrix);
+      def = defaults.matrix;
+    }
+  } else if (family.kind == Family::Kind::kMixed) {
+    if (powersgd_compressible(defaults.matrix.powersgd, shape)) {
+      add_powersgd(set, defaults.matrix, shape, ranges);
+      add_bits(set, defaults.other);
+      def = defaults.matrix;
+    } else if (big_matrix) {
+      add_bits(set, defaults.other);
+      def = defaults.other;
+    }
+  } else {
+    if (powersgd_compressible(defaults.matrix.powersgd, shape)) {
+      add_powersgd(set, defaults.matrix, shape, ranges);
+      def = defaults.matrix;
+    }
+    if (big_matrix) {
+      add_density(set, defaults.sparse);
+      add_bits(set, defaults.other);
+      if (def.method == Method::kNone) def = defaults.other;
+    }
   }
   if (set.candidates.empty()) set.candidates.push_back(none_spec());
   set.default_index = index_of(set, def);

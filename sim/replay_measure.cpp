@@ -48,27 +48,14 @@ MethodSpec measurement_spec(const MethodSpec& candidate, int iterations, std::ui
   return m;
 }
 
-namespace {
-bool data_dependent(const MethodSpec& s) {
-  // Top-k with warm-up is step dependent: the measured size is the one of the step's density.
-  return (s.method == Method::kTopK &&
-          (s.topk.encoding == kernels::TopkEncoding::kDelta || s.topk.selection == kernels::TopkSelection::kDgc ||
-           s.topk.warmup_steps > 0)) ||
-         (s.method == Method::kQsgd && s.qsgd.encoding == kernels::QsgdEncoding::kElias);
-}
-}  // namespace
-
-double candidate_bytes(const MethodSpec& spec, std::span<const std::int64_t> shape, std::uint64_t numel,
-                       const kernels::CompressInfo* measured) {
-  if (measured && data_dependent(spec)) return static_cast<double>(measured->wire.bytes);
-  return static_cast<double>(kernels::wire_size(spec, shape, numel).bytes);
+double candidate_bytes(const MethodSpec& spec, std::span<const std::int64_t> shape) {
+  return static_cast<double>(kernels::wire_size(spec, shape).bytes);
 }
 
 std::vector<CandidateMeasure> measure_on_matrix(std::span<const float> a, std::span<const std::int64_t> shape,
                                                 const std::vector<MethodSpec>& candidates, ErrorMode mode,
                                                 const ReplayOptions& options, const kernels::LayerContext& ctx,
                                                 std::span<float> scratch) {
-  const std::uint64_t numel = a.size();
   std::vector<CandidateMeasure> out;
   out.reserve(candidates.size());
 
@@ -78,13 +65,13 @@ std::vector<CandidateMeasure> measure_on_matrix(std::span<const float> a, std::s
   if (mode == ErrorMode::kExact) {
     for (const auto& c : candidates) {
       if (c.method != Method::kPowerSgd) continue;
-      const auto v = kernels::powersgd_view(shape, numel, c.powersgd);
+      const auto v = kernels::powersgd_view(shape, c.powersgd);
       if (!v.compressed) continue;
       k_min = (k_max < 0) ? v.r_eff : std::min(k_min, v.r_eff);
       k_max = std::max(k_max, v.r_eff);
     }
     if (k_max >= 0) {
-      const auto v = kernels::powersgd_view(shape, numel, candidates.front().powersgd);
+      const auto v = kernels::powersgd_view(shape, candidates.front().powersgd);
       kernels::cpu::ExactRankOptions eo;
       eo.seed = options.seed;
       // Certified to the relative accuracy eo.tolerance when exact.converged; otherwise every error
@@ -96,19 +83,19 @@ std::vector<CandidateMeasure> measure_on_matrix(std::span<const float> a, std::s
   for (const auto& c : candidates) {
     CandidateMeasure m;
     m.spec = c;
-    const auto wire = kernels::wire_size(c, shape, numel);
+    const auto wire = kernels::wire_size(c, shape);
     m.collective = wire.collective;
     if (mode == ErrorMode::kExact && c.method == Method::kPowerSgd &&
-        kernels::powersgd_view(shape, numel, c.powersgd).compressed) {
-      const auto r = kernels::powersgd_view(shape, numel, c.powersgd).r_eff;
+        kernels::powersgd_view(shape, c.powersgd).compressed) {
+      const auto r = kernels::powersgd_view(shape, c.powersgd).r_eff;
       m.error = exact.errors.at(static_cast<std::size_t>(r - k_min));
       m.bytes = static_cast<double>(wire.bytes);
     } else {
       auto comp = kernels::make_compressor(measurement_spec(c, options.measure_iterations, options.seed), options.backend);
       kernels::LayerState st;
-      const auto info = comp->compress(a, scratch, st, ctx);
+      comp->compress(a, scratch, st, ctx);
       m.error = frobenius_distance(a, scratch);
-      m.bytes = candidate_bytes(c, shape, numel, &info);
+      m.bytes = static_cast<double>(wire.bytes);
     }
     if (!std::isfinite(m.error)) {
       throw InputError("layer '" + std::string(ctx.name) + "': candidate " + kernels::describe(c) + " has non-finite error");

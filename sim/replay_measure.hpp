@@ -24,10 +24,8 @@ std::vector<CandidateMeasure> measure_on_matrix(std::span<const float> a, std::s
                                                 const ReplayOptions& options, const kernels::LayerContext& ctx,
                                                 std::span<float> scratch);
 
-/// The bytes a schedule running `spec` sends, given what a compression reported: the formula for
-/// data-independent sizes (kernels::wire_size), the measured size for data-dependent ones and for
-/// top-k with a warm-up (whose size depends on the step: the compression's step density).
-double candidate_bytes(const kernels::MethodSpec& spec, std::span<const std::int64_t> shape, std::uint64_t numel,
-                       const kernels::CompressInfo* measured);
+/// The bytes per step of a candidate in the tables: its steady-state wire size (kernels::wire_size;
+/// top-k's DGC warm-up stages are in the schedule's wire stages, not in the tables).
+double candidate_bytes(const kernels::MethodSpec& spec, std::span<const std::int64_t> shape);
 
 }  // namespace lgreco::sim

@@ -8,31 +8,9 @@
 #include "kernels/wire.hpp"
 
 namespace lgreco::sim {
-std::uint64_t LayerSpec::numel() const {
-  std::uint64_t n = 1;
-  for (auto d : shape) n *= static_cast<std::uint64_t>(d);
-  return n;
-}
+std::uint64_t LayerSpec::numel() const { return kernels::wire_numel(shape); }
 
-MethodSpec parse_method(const std::string& text) {
-  const auto colon = text.find(':');
-  const std::string name = text.substr(0, colon);
-  kernels::ParamList params;
-  if (colon != std::string::npos) {
-    const std::string rest = text.substr(colon + 1);
-    std::size_t start = 0;
-    while (start <= rest.size()) {
-      const auto comma = rest.find(',', start);
-      const std::string kv = rest.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-      const auto eq = kv.find('=');
-      if (eq == std::string::npos) throw ConfigError("method \"" + text + "\": expected key=value, got \"" + kv + "\"");
-      params.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
-      if (comma == std::string::npos) break;
-      start = comma + 1;
-    }
-  }
-  return kernels::parse_method(name, params);
-}
+MethodSpec parse_method(const std::string& text) { return kernels::parse_method_text(text); }
 
 std::vector<double> flop_backward_s(const std::vector<LayerSpec>& layers, std::int64_t batch, const DeviceModel& d) {
   if (batch < 1 || !(d.achieved_fraction > 0) || !(d.dense_peak_flops > 0)) throw ConfigError("compute estimate: batch, achieved fraction and peak must be > 0");
@@ -43,7 +21,8 @@ std::vector<double> flop_backward_s(const std::vector<LayerSpec>& layers, std::i
 
 LayerComm layer_comm(const LayerSpec& layer, const MethodSpec& m, int ranks, const DeviceModel& d, const kernels::DeviceProfile* profile) {
   const std::uint64_t n_el = layer.numel();
-  const kernels::WireSize w = kernels::wire_size(m, layer.shape, n_el);
+  const kernels::WirePlan plan = kernels::wire_plan(m, layer.shape);
+  const kernels::WireSize& w = plan.size;
   LayerComm c;
   c.allreduce_bytes = {static_cast<double>(w.allreduce_round_bytes[0]), static_cast<double>(w.allreduce_round_bytes[1])};
   c.allgather_bytes = static_cast<double>(w.allgather_bytes);
@@ -58,7 +37,7 @@ LayerComm layer_comm(const LayerSpec& layer, const MethodSpec& m, int ranks, con
   const double mem = d.memory_Bps;
   c.compress_s = 16.0 * n_el / mem;
   if (m.method == kernels::Method::kPowerSgd) {
-    const auto v = kernels::powersgd_view(layer.shape, n_el, m.powersgd);
+    const auto& v = plan.view;
     if (v.compressed) c.compress_s += 4.0 * n_el * v.r_eff * m.powersgd.power_iterations / (d.achieved_fraction * d.dense_peak_flops);
   }
   c.decompress_s = w.allgather_bytes > 0 ? (4.0 * n_el + ranks * c.allgather_bytes) / mem : 8.0 * n_el / mem;

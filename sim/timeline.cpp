@@ -15,7 +15,7 @@ void check_time(double v, const std::string& what) {
 
 }  // namespace
 
-StepSimulator::StepSimulator(const StepModel& model, const std::vector<LayerComm>& comm, const CollectiveCost& cost) : model_(model) {
+StepSimulator::StepSimulator(const StepModel& model, const std::vector<LayerComm>& comm, const net::CollectiveCost& cost) : model_(model) {
   const std::size_t n = model.backward_s.size();
   if (comm.size() != n) throw InputError("timeline: " + std::to_string(comm.size()) + " layer loads for " + std::to_string(n) + " layers");
   if (model.backward_order.size() != n) throw InputError("timeline: backward_order does not list every layer once");
@@ -132,7 +132,7 @@ StepResult StepSimulator::run(const std::vector<double>& backward_s) const {
   return r;
 }
 
-StepResult simulate_step(const StepModel& model, const std::vector<LayerComm>& comm, const CollectiveCost& cost) {
+StepResult simulate_step(const StepModel& model, const std::vector<LayerComm>& comm, const net::CollectiveCost& cost) {
   return StepSimulator(model, comm, cost).run();
 }
 

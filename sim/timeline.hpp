@@ -17,10 +17,9 @@
 #include <array>
 #include <vector>
 
-namespace lgreco::sim {
+#include "network_models/cost.hpp"
 
-/// Collective operations a compressed payload needs.
-enum class Collective { kAllreduce, kAllgather };
+namespace lgreco::sim {
 
 /// One layer's communication and kernel work in one step. Bytes are per rank (what one worker sends).
 struct LayerComm {
@@ -28,15 +27,6 @@ struct LayerComm {
   double allgather_bytes = 0;                   ///< allgather payload (sparse / quantised methods)
   double compress_s = 0;                        ///< compression kernel time (compute stream)
   double decompress_s = 0;                      ///< decompression time after the collective
-};
-
-/// Cost of one collective on the network; implemented by network_models (presets or calibrated
-/// fits) and by simple closed forms in tests.
-class CollectiveCost {
- public:
-  virtual ~CollectiveCost() = default;
-  /// Seconds for one collective in which every rank contributes `bytes_per_rank` (0 → 0 s).
-  virtual double time_s(Collective c, double bytes_per_rank) const = 0;
 };
 
 /// The fixed part of a step: compute times and the bucket plan.
@@ -64,7 +54,7 @@ struct StepResult {
 
 /// Simulates one step. `comm` has one entry per layer id. Throws InputError on inconsistent input
 /// (a layer in no bucket or two, negative or non-finite times, sizes that do not match).
-StepResult simulate_step(const StepModel& model, const std::vector<LayerComm>& comm, const CollectiveCost& cost);
+StepResult simulate_step(const StepModel& model, const std::vector<LayerComm>& comm, const net::CollectiveCost& cost);
 
 /// The same simulation with everything that does not depend on the per-layer backward times
 /// precomputed (validation, bucket membership, each bucket's collective and kernel times, the
@@ -72,7 +62,7 @@ StepResult simulate_step(const StepModel& model, const std::vector<LayerComm>& c
 /// collective-cost query. Not thread-safe (one scratch buffer per simulator).
 class StepSimulator {
  public:
-  StepSimulator(const StepModel& model, const std::vector<LayerComm>& comm, const CollectiveCost& cost);
+  StepSimulator(const StepModel& model, const std::vector<LayerComm>& comm, const net::CollectiveCost& cost);
   /// With the model's backward times.
   StepResult run() const { return run(model_.backward_s); }
   /// With other backward times (e.g. one recorded step of a trace); same layer count.

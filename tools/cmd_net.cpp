@@ -1,12 +1,18 @@
-// `lgreco net calibrate | predict | topology`: the network model from the command line.
+// `lgreco net calibrate | predict | validate | topology`: the network model from the command line.
 #include <cmath>
 #include <cstdio>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <sstream>
 #include <iostream>
 #include <limits>
 #include <optional>
 
 #include "core/provenance.hpp"
 #include "core/units.hpp"
+#include "network_models/corpus.hpp"
+#include "network_models/corpus_fit.hpp"
 #include "network_models/nccl_tests.hpp"
 #include "tools/args.hpp"
 #include "tools/command.hpp"
@@ -38,6 +44,17 @@ int parse_ranks(const std::string& s) {
   return static_cast<int>(r);
 }
 
+// Ranks and collective of an nccl-tests run: the options when given, else what the file says.
+std::pair<int, Collective> run_shape(const std::string& file, const net::NcclTestsRun& run, const std::string& ranks_s,
+                                     const std::string& coll_s) {
+  int ranks = parse_ranks(ranks_s);
+  if (ranks == 0 && run.ranks) ranks = *run.ranks;
+  if (ranks == 0) throw UsageError(file + ": the file does not say how many ranks ran; pass --ranks");
+  if (!coll_s.empty()) return {ranks, parse_collective(coll_s)};
+  if (run.collective) return {ranks, *run.collective};
+  throw UsageError(file + ": the file does not name its collective; pass --collective");
+}
+
 void print_points(const std::vector<net::FitPoint>& pts) {
   std::printf("%14s %12s %12s %8s %-12s %-7s\n", "size_bytes", "measured_us", "model_us", "err_%", "algorithm", "proto");
   for (const auto& p : pts) {
@@ -64,22 +81,12 @@ int run_calibrate(const std::vector<std::string>& args) {
   const Overwrite policy = force ? Overwrite::kAllow : Overwrite::kRefuse;
   check_writable_destination(out, policy);
   const net::NcclTestsRun run = net::load_nccl_tests(file);
-  int ranks = parse_ranks(ranks_s);
-  if (ranks == 0 && run.ranks) ranks = *run.ranks;
-  if (ranks == 0) throw UsageError(file + ": the file does not say how many ranks ran; pass --ranks");
-  net::CollectiveKind c = net::CollectiveKind::kAllreduce;
-  if (!coll_s.empty()) {
-    c = net::parse_collective(coll_s);
-  } else if (run.collective) {
-    c = *run.collective;
-  } else {
-    throw UsageError(file + ": the file does not name its collective; pass --collective");
-  }
+  const auto [ranks, c] = run_shape(file, run, ranks_s, coll_s);
   const net::Topology t = net::resolve_topology(topology);
   const net::FitResult fit = net::fit_model(t, ranks, c, run.points, net::parse_selection(selection));
   std::vector<std::filesystem::path> inputs{file};
   if (std::filesystem::is_regular_file(topology)) inputs.push_back(topology);
-  const Json config{{"source", file}, {"topology", topology}, {"ranks", ranks}, {"collective", net::to_string(c)}, {"selection", selection},
+  const Json config{{"source", file}, {"topology", topology}, {"ranks", ranks}, {"collective", lgreco::to_string(c)}, {"selection", selection},
                     {"time_column", "out-of-place"}, {"loss", "soft-L1 on ln(predicted/measured), scale 0.05"},
                     {"optimizer", "Levenberg-Marquardt, 400 seeded starts"}};
   std::optional<net::HoldoutCheck> holdout;
@@ -121,7 +128,7 @@ int run_predict(const std::vector<std::string>& args) {
       .option("--ranks", &ranks_s, "N", "ranks (default: every GPU of the topology)")
       .format(&fmt);
   if (!p.parse(args)) return 0;
-  const auto c = net::parse_collective(coll_s);
+  const auto c = parse_collective(coll_s);
   const auto sizes = parse_sizes(sizes_s);
   std::vector<std::filesystem::path> inputs;
   const net::CollectiveModel m = resolve_model(topology, parse_ranks(ranks_s), fit, &inputs);
@@ -138,11 +145,180 @@ int run_predict(const std::vector<std::string>& args) {
     }
   }
   if (fmt == Format::kJson) {
-    const Json config{{"topology", topology}, {"network_fit", fit.empty() ? Json(nullptr) : Json(fit)}, {"collective", net::to_string(c)},
+    const Json config{{"topology", topology}, {"network_fit", fit.empty() ? Json(nullptr) : Json(fit)}, {"collective", lgreco::to_string(c)},
                       {"ranks", m.ranks()}, {"hosts", m.embedding().hosts}, {"nccl_version", m.params().nccl_version}};
     std::cout << Json{{"schema_version", 1}, {"kind", "lgreco-net-predict"}, {"rows", rows}, {"config", config},
                       {"provenance", provenance_json(inputs)}}.dump(2)
               << "\n";
+  }
+  return 0;
+}
+
+/// One measured row to validate.
+struct MeasuredRow {
+  Collective collective = Collective::kAllreduce;
+  int ranks = 0;
+  double size_bytes = 0, time_s = 0;
+};
+
+/// `net validate DIR`: every corpus file of DIR with the presets, or each system held out (--holdout).
+int validate_corpus_dir(const std::string& dir, bool holdout, Format fmt) {
+  const auto files = net::prepare_corpus(net::load_corpus_dir(dir));
+  Json rows = Json::array(), systems = Json::array();
+  if (fmt != Format::kJson) {
+    std::printf("%s\n%-16s %9s %14s %5s %9s %14s %5s\n", holdout ? "leave-one-system-out (fit without the system, predict it)" : "presets",
+                "system", ">=1MiB_%", "at_size", "ranks", "<1MiB_%", "at_size", "ranks");
+  }
+  for (const auto& v : net::validate_corpus(files, holdout)) {
+    for (const auto& [f, p] : v.points) {
+      rows.push_back({{"system", v.system}, {"file", std::filesystem::path(f->file.origin).filename().string()},
+                      {"benchmark", f->file.benchmark == net::Benchmark::kPytorch ? "pytorch" : "nccl-tests"},
+                      {"collective", lgreco::to_string(p.row.collective)}, {"ranks", p.row.ranks}, {"hosts", p.hosts},
+                      {"size_bytes", p.row.size_bytes}, {"measured_us", p.row.time_s * 1e6}, {"predicted_us", p.predicted_s * 1e6},
+                      {"error_pct", 100 * p.error()}, {"algorithm", net::to_string(p.algorithm)}, {"protocol", net::to_string(p.protocol)}});
+    }
+    const auto& s = v.errors;
+    auto worst = [](const std::optional<net::ValidationPoint>& p) {
+      return p ? Json{{"error_pct", 100 * p->error()}, {"size_bytes", p->row.size_bytes}, {"ranks", p->row.ranks}} : Json(nullptr);
+    };
+    systems.push_back({{"system", v.system}, {"at_least_1MiB", worst(s.worst_large)}, {"below_1MiB", worst(s.worst_small)}, {"meets_bars", v.meets_bars()}});
+    if (fmt != Format::kJson) {
+      std::printf("%-16s %+9.1f %14.0f %5d %+9.1f %14.0f %5d%s\n", v.system.c_str(), 100 * s.large_error(),
+                  s.worst_large ? s.worst_large->row.size_bytes : 0.0, s.worst_large ? s.worst_large->row.ranks : 0, 100 * s.small_error(),
+                  s.worst_small ? s.worst_small->row.size_bytes : 0.0, s.worst_small ? s.worst_small->row.ranks : 0, v.meets_bars() ? "" : "  (misses the bars)");
+    }
+  }
+  if (fmt == Format::kJson) {
+    std::cout << Json{{"schema_version", 1}, {"kind", "lgreco-net-validate-corpus"}, {"mode", holdout ? "leave-one-system-out" : "presets"},
+                      {"bars_pct", {{"at_least_1MiB", 100 * net::kLargeBar}, {"below_1MiB", 100 * net::kSmallBar}}},
+                      {"systems", systems}, {"rows", rows}, {"provenance", provenance_json({})}}
+                     .dump(2)
+              << "\n";
+  }
+  return 0;
+}
+
+int run_validate(const std::vector<std::string>& args) {
+  std::string file, topology, ranks_s, coll_s, fit, bench_s, gpp_s;
+  bool holdout = false;
+  Format fmt;
+  ArgParser p("lgreco net validate", "Compare the model's predictions with measured collective times: a corpus file "
+                                     "(tests/data/network/*.tsv) or nccl-tests output (standard table or TSV). Prints measured and "
+                                     "predicted time, algbw and busbw per size with the error, and the worst error at >= 1 MiB and below.");
+  p.positional("FILE", &file, "corpus file, nccl-tests output, or a corpus directory (every file, per system)")
+      .option("--topology", &topology, "T", "preset, cluster spec or topology JSON (default: the corpus file's)")
+      .option("--ranks", &ranks_s, "N", "rank count of an nccl-tests file (default: from the file)")
+      .option("--collective", &coll_s, "C", "collective of an nccl-tests file (default: from the file)")
+      .option("--network-fit", &fit, "FILE", "validate a calibration from `lgreco net calibrate` instead of the preset (no benchmark terms: the fit holds them)")
+      .option("--benchmark", &bench_s, "B", "nccl-tests or pytorch: adds PyTorch's per-call host cost (default: the file's; nccl-tests)")
+      .option("--gpus-per-process", &gpp_s, "G", "1 or node: one process drives all GPUs of a host, nccl-tests -g N (default: the file's; 1)")
+      .flag("--holdout", &holdout, "with a corpus directory: fit the presets' constants without each system and predict it")
+      .format(&fmt);
+  if (!p.parse(args)) return 0;
+  if (std::filesystem::is_directory(file)) {
+    if (!topology.empty() || !fit.empty() || !bench_s.empty() || !gpp_s.empty() || !ranks_s.empty() || !coll_s.empty())
+      throw UsageError("a corpus directory takes only --holdout and --format (each file names its topology and benchmark)");
+    return validate_corpus_dir(file, holdout, fmt);
+  }
+  if (holdout) throw UsageError("--holdout needs a corpus directory, not the file " + file);
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw InputError("cannot open " + file);
+  std::ostringstream text;
+  text << in.rdbuf();
+  std::vector<MeasuredRow> rows;
+  std::optional<net::Topology> corpus_topology;
+  net::Benchmark bench = net::Benchmark::kNcclTests;
+  bool per_host = false;
+  std::string source;
+  if (net::is_corpus_text(text.str())) {
+    const net::CorpusFile f = net::parse_corpus(text.str(), file);
+    for (const auto& r : f.rows) rows.push_back({r.collective, r.ranks, r.size_bytes, r.time_s});
+    bench = f.benchmark;
+    per_host = f.one_process_per_host;
+    source = f.source;
+    if (topology.empty()) corpus_topology = net::corpus_topology(f), topology = f.topology;
+  } else {
+    const net::NcclTestsRun run = net::parse_nccl_tests(text.str(), file);
+    const auto [ranks, c] = run_shape(file, run, ranks_s, coll_s);
+    for (const auto& pt : run.points) rows.push_back({c, ranks, pt.size_bytes, pt.time_s});
+    // "nGpus N" or "-g N" (N > 1) in the header: one process drives N GPUs (nccl-tests -g N).
+    static const std::regex ngpus(R"((?:nGpus|\s-g)\s+(\d+))");
+    std::smatch m;
+    const std::string& s = text.str();
+    per_host = std::regex_search(s, m, ngpus) && std::stoi(m[1]) > 1;
+  }
+  if (topology.empty()) throw UsageError(file + ": not a corpus file naming its topology; pass --topology");
+  if (!bench_s.empty()) {
+    if (bench_s != "nccl-tests" && bench_s != "pytorch") throw UsageError("--benchmark " + bench_s + ": expected nccl-tests or pytorch");
+    bench = bench_s == "pytorch" ? net::Benchmark::kPytorch : net::Benchmark::kNcclTests;
+  }
+  if (!gpp_s.empty()) {
+    if (gpp_s != "1" && gpp_s != "node") throw UsageError("--gpus-per-process " + gpp_s + ": expected 1 or node");
+    per_host = gpp_s == "node";
+  }
+  std::vector<std::filesystem::path> inputs{file};
+  const net::Topology t = corpus_topology ? *corpus_topology : net::resolve_topology(topology);
+  if (!corpus_topology && std::filesystem::is_regular_file(topology)) inputs.push_back(topology);
+  Json fit_doc;
+  if (!fit.empty()) {
+    fit_doc = read_json_file(fit);
+    inputs.push_back(fit);
+  }
+  std::map<int, net::CollectiveModel> models;
+  auto model = [&](int ranks) -> const net::CollectiveModel& {
+    auto it = models.find(ranks);
+    if (it != models.end()) return it->second;
+    const net::Embedding e = net::embed(t, ranks);
+    net::ModelParams params = fit.empty() ? net::default_params(t, e) : net::params_from_fit(fit_doc, fit, t, ranks);
+    // A calibration was fitted on benchmark figures and so already holds their host cost.
+    if (fit.empty()) params.host_overhead_s = net::benchmark_overhead_s(net::corpus_constants(), bench, per_host ? e.ranks_per_host : 1);
+    return models.emplace(ranks, net::CollectiveModel(e, t, params)).first->second;
+  };
+  Json out_rows = Json::array();
+  const double mib = 1048576.0;
+  std::optional<std::pair<double, double>> worst_large, worst_small;  // (error, size)
+  if (fmt != Format::kJson) {
+    std::printf("%14s %5s %12s %9s %9s %12s %9s %9s %8s %-9s %-6s\n", "size_bytes", "ranks", "meas_us", "algbw", "busbw", "pred_us", "algbw",
+                "busbw", "err_%", "algorithm", "proto");
+  }
+  for (const auto& r : rows) {
+    const net::CollectiveModel& m = model(r.ranks);
+    const net::Choice ch = m.best(r.collective, r.size_bytes);
+    const double err = ch.time_s / r.time_s - 1, factor = net::busbw_factor(r.collective, r.ranks);
+    auto& worst = r.size_bytes >= mib ? worst_large : worst_small;
+    if (!worst || std::abs(err) > std::abs(worst->first)) worst = std::make_pair(err, r.size_bytes);
+    const double mab = r.size_bytes / r.time_s / 1e9, pab = r.size_bytes / ch.time_s / 1e9;
+    out_rows.push_back({{"collective", lgreco::to_string(r.collective)}, {"ranks", r.ranks}, {"hosts", m.embedding().hosts},
+                        {"size_bytes", r.size_bytes}, {"measured_us", r.time_s * 1e6}, {"predicted_us", ch.time_s * 1e6},
+                        {"measured_busbw_GBps", mab * factor}, {"predicted_busbw_GBps", pab * factor}, {"error_pct", 100 * err},
+                        {"algorithm", net::to_string(ch.algorithm)}, {"protocol", net::to_string(ch.protocol)}});
+    if (fmt != Format::kJson) {
+      std::printf("%14.0f %5d %12.2f %9.2f %9.2f %12.2f %9.2f %9.2f %+8.1f %-9s %-6s\n", r.size_bytes, r.ranks, r.time_s * 1e6, mab, mab * factor,
+                  ch.time_s * 1e6, pab, pab * factor, 100 * err, net::to_string(ch.algorithm), net::to_string(ch.protocol));
+    }
+  }
+  auto worst_json = [](const std::optional<std::pair<double, double>>& w) {
+    return w ? Json{{"error_pct", 100 * w->first}, {"size_bytes", w->second}} : Json(nullptr);
+  };
+  if (fmt == Format::kJson) {
+    const Json config{{"file", file}, {"topology", topology}, {"network_fit", fit.empty() ? Json(nullptr) : Json(fit)},
+                      {"benchmark", bench == net::Benchmark::kPytorch ? "pytorch" : "nccl-tests"}, {"gpus_per_process", per_host ? "node" : "1"},
+                      {"source", source}};
+    std::cout << Json{{"schema_version", 1},
+                      {"kind", "lgreco-net-validate"},
+                      {"rows", out_rows},
+                      {"worst", {{"at_least_1MiB", worst_json(worst_large)}, {"below_1MiB", worst_json(worst_small)}}},
+                      {"config", config},
+                      {"provenance", provenance_json(inputs)}}
+                     .dump(2)
+              << "\n";
+  } else {
+    auto line = [](const char* what, const std::optional<std::pair<double, double>>& w) {
+      if (w) std::printf("worst error %s: %+.1f %% at %.0f B\n", what, 100 * w->first, w->second);
+      else std::printf("worst error %s: no rows\n", what);
+    };
+    line(">= 1 MiB", worst_large);
+    line("< 1 MiB", worst_small);
   }
   return 0;
 }
@@ -192,6 +368,7 @@ int run_topology(const std::vector<std::string>& args) {
 
 LGRECO_COMMAND("net calibrate", "fit the network model to nccl-tests results", run_calibrate);
 LGRECO_COMMAND("net predict", "predict collective times for a topology", run_predict);
+LGRECO_COMMAND("net validate", "compare predicted with measured collective times (corpus or nccl-tests)", run_validate);
 LGRECO_COMMAND("net topology", "describe a topology graph and its bottlenecks", run_topology);
 
 }  // namespace

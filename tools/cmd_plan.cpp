@@ -1,44 +1,35 @@
-// `lgreco plan`: per-layer compression schedule from candidate tables (--tables). The trace-driven
-// path (--trace, replaying a trace into tables first) plugs in at plan_source() below.
+// `lgreco plan`: a per-layer compression schedule, from candidate tables (--tables) or from a trace
+// replayed in the closed loop (--trace). Flags in, library calls, text out.
 #include <cstdio>
 #include <iostream>
 #include <optional>
 
+#include "core/atomic_file.hpp"
+#include "core/cancel.hpp"
 #include "core/error.hpp"
 #include "core/json_util.hpp"
 #include "core/provenance.hpp"
 #include "core/units.hpp"
+#include "kernels/method_json.hpp"
+#include "pipeline/loop.hpp"
+#include "pipeline/predict.hpp"
+#include "sim/replay_trace_source.hpp"
 #include "planner/plan.hpp"
+#include "planner/plan_json.hpp"
 #include "planner/schedule.hpp"
 #include "planner/tables.hpp"
 #include "tools/args.hpp"
 #include "tools/command.hpp"
-#include "tools/plan_trace.hpp"
-#include "tools/trace_cluster.hpp"
+#include "tools/loop_args.hpp"
+#include "tools/plan_report.hpp"
 
 namespace lgreco::cli {
 namespace {
 
 using namespace lgreco::planner;
 
-// Ring collectives on a uniform network (--bandwidth without --topology):
-// allreduce 2(p−1)·α + 2(p−1)/p · bytes/bw; allgather (p−1)·α + (p−1) · bytes/bw.
-class RingCost : public sim::CollectiveCost {
- public:
-  RingCost(double latency_s, double bandwidth_Bps, int world) : a_(latency_s), bw_(bandwidth_Bps), p_(world) {}
-  double time_s(sim::Collective c, double bytes) const override {
-    if (bytes <= 0 || p_ <= 1) return 0;
-    if (c == sim::Collective::kAllreduce) return 2.0 * (p_ - 1) * a_ + 2.0 * (p_ - 1) / p_ * bytes / bw_;
-    return (p_ - 1) * a_ + (p_ - 1) * bytes / bw_;
-  }
-
- private:
-  double a_, bw_;
-  int p_;
-};
-
 struct Flags {
-  std::string tables, trace, engine = "reference", alpha, error_budget, bytes_budget, time_budget, include, exclude;
+  std::string tables, engine = "reference", alpha, error_budget, bytes_budget, time_budget, include, exclude;
   std::vector<std::string> pins;
   std::string min_rate, max_layer_error, warmup, seed = "0", buckets = "10000", grid = "1000", max_front = "20000";
   std::string bandwidth, latency = "5us", forward, out, topology, network_fit;
@@ -52,55 +43,30 @@ std::string fmt_num(double v, const char* f = "%.4g") {
   return buf;
 }
 
-void print_summary(std::ostream& os, const Tables& t, const std::vector<WindowPlan>& plans, const Schedule& s) {
-  const Window& w = t.windows.back();
-  const WindowPlan& p = plans.back();
-  os << "plan for " << t.model << " (" << w.layers.size() << " parameters, world size " << t.world_size << ", engine "
-     << s.engine << ", from window " << plans.size() - 1 << ": steps " << w.start_step << "-" << w.end_step << ")\n\n";
-  char line[512];
-  std::snprintf(line, sizeof line, "%-36s %-9s %-28s %12s %12s  %s\n", "parameter", "role", "chosen", "bytes", "error", "default");
-  os << line;
-  for (std::size_t i = 0; i < w.layers.size(); ++i) {
-    const auto& l = w.layers[i];
-    std::snprintf(line, sizeof line, "%-36s %-9s %-28s %12s %12s  %s\n", l.name.c_str(), p.role[i].c_str(),
-                  method_label(p.chosen[i].spec).c_str(), units::format_bytes(p.chosen[i].bytes).c_str(),
-                  fmt_num(p.chosen[i].error).c_str(), method_label(l.candidates[l.default_index].spec).c_str());
-    os << line;
+// A unit-bearing option value (size, duration, bandwidth); a bad one is a usage error naming the flag.
+template <class F>
+auto flag_value(const char* flag, F&& parse) {
+  try {
+    return parse();
+  } catch (const ConfigError& e) {
+    throw UsageError(std::string(flag) + ": " + e.what());
   }
-  const Json& pr = s.predicted;
-  auto ratio = [](const Json& v) { return v.is_null() ? std::string("-") : fmt_num(v.get<double>(), "%.1fx"); };
-  os << "\nstatus " << p.status << (p.detail.empty() ? "" : " (" + p.detail + ")");
-  if (p.gap_bound > 0) os << (s.engine == "dual" ? ", error within " : ", bytes within ") << fmt_num(100 * p.gap_bound, "%.3g") << " % of the optimum (front trimmed)";
-  os << "\n";
-  os << "bytes/step   plan " << units::format_bytes(pr["bytes_per_step"].get<double>()) << "   uniform "
-     << units::format_bytes(pr["uniform_bytes_per_step"].get<double>()) << "   uncompressed " << units::format_bytes(pr["uncompressed_bytes_per_step"].get<double>()) << "\n";
-  os << "compression  plan " << ratio(pr["compression_ratio"]) << "   uniform " << ratio(pr["uniform_compression_ratio"])
-     << "   plan vs uniform " << ratio(pr["compression_ratio_vs_uniform"]) << "\n";
-  os << "total error  plan " << fmt_num(p.total_error) << "   uniform " << fmt_num(p.uniform_error);
-  if (p.error_budget) os << "   budget " << fmt_num(*p.error_budget);
-  if (p.bytes_budget) os << "   byte budget " << units::format_bytes(*p.bytes_budget);
-  os << "\n";
-  if (p.step_s) {
-    os << "step time    plan " << units::format_seconds(*p.step_s) << "   uniform " << units::format_seconds(*p.uniform_step_s)
-       << "   uncompressed " << units::format_seconds(*p.uncompressed_step_s) << "\n";
-  }
-  for (const auto& warn : pr["warnings"]) os << "warning: " << warn.get<std::string>() << "\n";
-  os << "phases:";
-  for (const auto& ph : s.phases) {
-    os << "  " << ph.label << " [" << ph.start_step << ", " << (ph.end_step ? std::to_string(*ph.end_step) : "end") << ")";
-  }
-  os << "\n";
 }
 
 PlanOptions plan_options(const Flags& f, const ArgParser& p, Json& config) {
   PlanOptions o;
-  o.engine = parse_engine(f.engine);
+  try {
+    o.engine = parse_engine(f.engine);
+  } catch (const ConfigError& e) {
+    throw UsageError(std::string("--engine: ") + e.what());
+  }
   int budgets = 0;
   for (const char* b : {"--alpha", "--error-budget", "--bytes-budget", "--time-budget"}) budgets += p.given(b) ? 1 : 0;
   if (budgets > 1) throw UsageError("lgreco plan: give at most one of --alpha, --error-budget, --bytes-budget, --time-budget");
   if (p.given("--error-budget")) o.budget = {Budget::Kind::kError, parse_double("--error-budget", f.error_budget)};
-  else if (p.given("--bytes-budget")) o.budget = {Budget::Kind::kBytes, static_cast<double>(units::parse_bytes(f.bytes_budget))};
-  else if (p.given("--time-budget")) o.budget = {Budget::Kind::kTime, units::parse_seconds(f.time_budget)};
+  else if (p.given("--bytes-budget"))
+    o.budget = {Budget::Kind::kBytes, flag_value("--bytes-budget", [&] { return static_cast<double>(units::parse_bytes(f.bytes_budget)); })};
+  else if (p.given("--time-budget")) o.budget = {Budget::Kind::kTime, flag_value("--time-budget", [&] { return units::parse_seconds(f.time_budget); })};
   else o.budget = {Budget::Kind::kAlpha, p.given("--alpha") ? parse_double("--alpha", f.alpha) : 1.0};
   if ((o.budget.kind == Budget::Kind::kAlpha || o.budget.kind == Budget::Kind::kError) && o.budget.value < 0) {
     throw UsageError(std::string(o.budget.kind == Budget::Kind::kAlpha ? "--alpha " + f.alpha : "--error-budget " + f.error_budget) +
@@ -111,60 +77,131 @@ PlanOptions plan_options(const Flags& f, const ArgParser& p, Json& config) {
   for (const auto& pin : f.pins) {
     const auto eq = pin.find('=');
     if (eq == std::string::npos || eq == 0) throw UsageError("--pin '" + pin + "': expected name=method[:key=value,...]");
-    o.pins.emplace_back(pin.substr(0, eq), parse_method_text(pin.substr(eq + 1), "--pin " + pin.substr(0, eq)));
+    try {
+      o.pins.emplace_back(pin.substr(0, eq), kernels::parse_method_text(pin.substr(eq + 1)));
+    } catch (const ConfigError& e) {
+      throw UsageError("--pin " + pin.substr(0, eq) + ": " + e.what());
+    }
   }
   if (p.given("--min-compression-rate")) o.min_compression_rate = parse_double("--min-compression-rate", f.min_rate);
   if (p.given("--max-layer-error")) o.max_layer_error = parse_double("--max-layer-error", f.max_layer_error);
-  o.reference.buckets = static_cast<int>(parse_int("--buckets", f.buckets));
-  o.time.grid = static_cast<int>(parse_int("--grid", f.grid));
-  o.front.max_front = static_cast<std::size_t>(parse_int("--max-front", f.max_front));
-  if (p.given("--bandwidth")) o.bandwidth_Bps = units::parse_bandwidth_Bps(f.bandwidth);
-  if (p.given("--forward-time")) o.forward_s = units::parse_seconds(f.forward);
-  const char* kinds[] = {"alpha", "error", "bytes", "time"};
-  Json pins = Json::object();
-  for (const auto& [n, m] : o.pins) pins[n] = {{"method", m.method}, {"params", m.params}};
-  config = {{"engine", f.engine},
-            {"budget", {{"kind", kinds[static_cast<int>(o.budget.kind)]}, {"value", o.budget.value}}},
-            {"include", o.include_re ? Json(*o.include_re) : Json(nullptr)},
-            {"exclude", o.exclude_re ? Json(*o.exclude_re) : Json(nullptr)},
-            {"excluded_layers_stay_at", "default"},
-            {"pins", pins},
-            {"min_compression_rate", o.min_compression_rate ? Json(*o.min_compression_rate) : Json(nullptr)},
-            {"max_layer_error", o.max_layer_error ? Json(*o.max_layer_error) : Json(nullptr)},
-            {"reference_buckets", o.reference.buckets},
-            {"time_grid", o.time.grid},
-            {"max_front", o.front.max_front},
-            {"epsilon", o.front.epsilon},
-            {"forward_time_s", o.forward_s},
-            {"network", o.bandwidth_Bps ? Json{{"model", "ring"}, {"bandwidth_Gbps", units::Bps_to_gbps(*o.bandwidth_Bps)},
-                                               {"latency_us", units::s_to_us(units::parse_seconds(f.latency))}}
-                                        : Json(nullptr)}};
+  const long long buckets = parse_int("--buckets", f.buckets), grid = parse_int("--grid", f.grid),
+                  front = parse_int("--max-front", f.max_front);
+  if (buckets < 1 || buckets > 100000000) throw UsageError("--buckets " + f.buckets + ": expected an integer in [1, 100000000]");
+  if (grid < 1 || grid > 1000000) throw UsageError("--grid " + f.grid + ": expected an integer in [1, 1000000]");
+  if (front < 1 || front > 100000000) throw UsageError("--max-front " + f.max_front + ": expected an integer in [1, 100000000]");
+  o.reference.buckets = static_cast<int>(buckets);
+  o.time.grid = static_cast<int>(grid);
+  o.front.max_front = static_cast<std::size_t>(front);
+  if (p.given("--bandwidth")) o.bandwidth_Bps = flag_value("--bandwidth", [&] { return units::parse_bandwidth_Bps(f.bandwidth); });
+  if (p.given("--forward-time")) o.forward_s = flag_value("--forward-time", [&] { return units::parse_seconds(f.forward); });
+  const double latency_s = flag_value("--latency", [&] { return units::parse_seconds(f.latency); });
+  if (latency_s < 0) throw UsageError("--latency " + f.latency + ": expected a duration >= 0");
+  // The recorded form is the one the planner reads back (planner/plan_json.hpp), e.g. online.
+  config = plan_options_to_json(o, o.bandwidth_Bps ? ring_network_json(*o.bandwidth_Bps, latency_s) : Json(nullptr));
   return o;
 }
 
-// Where the candidate tables come from. A trace-driven source (--trace) will replay the trace here.
-Tables plan_source(const Flags& f, std::vector<std::filesystem::path>& inputs) {
-  if (!f.trace.empty()) throw UsageError("lgreco plan: --trace is not available in this build; use --tables FILE");
-  if (f.tables.empty()) throw UsageError("lgreco plan: needs --tables FILE (see --help)");
-  inputs.push_back(f.tables);
-  return read_tables(f.tables);
+// Options that only the trace form has (the closed loop's replay and candidates).
+const char* const kTraceOnly[] = {"--family", "--default", "--error-mode", "--backend", "--threads", "--memory-limit",
+                                  "--period", "--acc-steps", "--rank-low", "--rank-high", "--min-numel", "--tables-out"};
+
+// Exits with a usage error when a plan for some window misses its budget (one rule for both forms).
+void refuse_infeasible(const std::vector<WindowPlan>& plans, const std::string& origin, bool allow) {
+  for (std::size_t w = 0; w < plans.size(); ++w) {
+    const WindowPlan& pl = plans[w];
+    if (pl.status != PlanStatus::kInfeasible || allow) continue;
+    const std::string what = pl.bytes_budget ? "byte budget " + units::format_bytes(*pl.bytes_budget) + " (least possible " +
+                                                   units::format_bytes(pl.total_bytes) + ")"
+                                             : "error budget " + fmt_num(pl.error_budget.value_or(0)) + " (least possible error " +
+                                                   fmt_num(pl.total_error) + ")";
+    throw InputError(origin + ": window " + std::to_string(w) + ": no plan meets the " + what +
+                     "; raise the budget or pass --allow-infeasible to write the least-" + (pl.bytes_budget ? "bytes" : "error") + " plan");
+  }
+}
+
+// The output must not be one of the inputs (even with --force).
+void refuse_overwriting_inputs(const std::string& out, const std::vector<std::filesystem::path>& inputs) {
+  if (out.empty()) return;
+  std::error_code ec;
+  for (const auto& in : inputs) {
+    if (std::filesystem::exists(out, ec) && std::filesystem::equivalent(out, in, ec))
+      throw UsageError("output '" + out + "' is the input '" + in.string() + "'; write the result elsewhere");
+  }
+}
+
+// `lgreco plan --trace ...`: the closed loop from a trace to a phased schedule.
+int run_trace_form(const Flags& f, LoopRequest& req, const PlanOptions& opt, Json config, double compute_scale,
+                   const std::optional<pipeline::Cluster>& cluster, const std::string& tables_out, Overwrite policy) {
+  pipeline::LoopOptions& o = req.options;
+  o.plan = opt;
+  if (cluster) o.gpu = cluster->gpu;
+  std::optional<net::RingCost> ring;
+  const net::CollectiveCost* cost = cluster ? cluster->cost.get() : nullptr;
+  if (!cluster && opt.bandwidth_Bps) {
+    // The ring model needs the world size, which the trace records.
+    ring.emplace(units::parse_seconds(f.latency), *opt.bandwidth_Bps, sim::open_trace_source(req.trace)->world_size());
+    cost = &*ring;
+  }
+  if (f.forward.size()) o.compute.forward_s = opt.forward_s;
+  o.compute.recorded_scale = compute_scale;
+  const pipeline::LoopResult r = pipeline::run_closed_loop(req.trace, o, cost, stderr_progress());
+  if (cost && !r.compute.note.empty()) std::cerr << "lgreco: note: " << r.compute.note << "\n";
+  refuse_infeasible(r.plans, req.trace, f.allow_infeasible);
+  Json loop = pipeline::loop_config(o, r);
+  loop["trace"] = req.trace;
+  loop["threads"] = req.threads_requested;
+  if (cluster) {
+    loop["topology"] = cluster->description;
+    loop["ranks"] = cluster->ranks();
+  }
+  loop["kernel_time"] = config["kernel_time"];
+  loop["compute"] = pipeline::compute_json(r.compute, compute_scale);
+  config.erase("kernel_time");
+  loop["plan"] = config;  // budget, constraints, engine parameters, network: as with --tables
+  const Json schedule = planner::schedule_to_json(pipeline::loop_schedule(o, r, loop, cluster ? cluster->ranks() : r.world_size));
+
+  // Both outputs go to temporary files first and are renamed only when both are complete.
+  AtomicFile sched_file(f.out, policy);
+  sched_file.stream() << schedule.dump(2) << "\n";
+  std::optional<planner::PendingTables> tables_file;
+  if (!tables_out.empty()) tables_file.emplace(r.tables, tables_out, policy);
+  throw_if_cancelled();
+  sched_file.commit();
+  if (tables_file) tables_file->commit();
+
+  if (f.format == Format::kJson) {
+    std::cout << Json{{"schema_version", 1}, {"kind", "lgreco-plan-summary"}, {"schedule", f.out},
+                      {"predicted", schedule["predicted"]}, {"config", loop},
+                      {"replay", Json{{"seconds", r.replay_s}, {"grad_bytes", r.grad_bytes}}},
+                      {"provenance", schedule["provenance"]}}
+                     .dump(2)
+              << "\n";
+  } else {
+    std::cout << loop_summary(o, r, cluster ? cluster->name : "") << "schedule written to " << f.out;
+    if (!tables_out.empty()) std::cout << ", tables to " << tables_out;
+    std::cout << " (replayed " << units::format_bytes(r.grad_bytes) << " of gradients in " << units::format_seconds(r.replay_s)
+              << ")\n";
+  }
+  return 0;
 }
 
 int run_plan(const std::vector<std::string>& args) {
-  // The trace-driven path (closed-loop replay, tools/plan_trace.cpp) has its own options.
-  for (const auto& a : args) {
-    if (a == "--trace" || a.rfind("--trace=", 0) == 0) return run_plan_trace(args);
-  }
   Flags f;
+  LoopArgs la;
+  std::string tables_out;
+  KernelTimeArgs kt;
   ArgParser p("lgreco plan",
-              "Choose a compression setting for every layer from candidate tables (docs/tables-format.md) and write a phased\n"
-              "schedule (docs/schedule-format.md): warm-up uncompressed, the uniform default during the first window, then\n"
-              "the plan made from window k during window k+1. Engines: reference (the L-GreCo DP), exact (Pareto fronts),\n"
-              "time (least predicted step time, needs --bandwidth), dual (least error within a byte or time budget).");
-  p.option("--tables", &f.tables, "FILE", "candidate tables (JSON, or HDF5 for large models)")
-      .option("--trace", &f.trace, "FILE", "replay a trace instead (closed loop; see lgreco plan --trace T --help)")
-      .option("--engine", &f.engine, "NAME", "reference | exact | time | dual (default reference)")
-      .option("--alpha", &f.alpha, "A", "error budget = A x the uniform default's total error (default 1)")
+              "Plan a compression setting for every layer and write a phased schedule (docs/schedule-format.md):\n"
+              "  lgreco plan --trace T -o S   the main job: replay the trace window by window through the compression\n"
+              "                               kernels, plan each window from the previous one's candidate tables and apply\n"
+              "                               that plan in the next window (the closed loop);\n"
+              "  lgreco plan --tables F -o S  plan from candidate tables measured earlier (docs/tables-format.md).\n"
+              "Phases: warm-up uncompressed, the uniform default during the first window, then the plan made from window k\n"
+              "during window k+1. Engines: reference (the L-GreCo DP), exact (Pareto fronts), time (least predicted step\n"
+              "time, needs --topology or --bandwidth), dual (least error within a byte or time budget).");
+  add_loop_options(p, la, false);
+  p.option("--tables", &f.tables, "FILE", "candidate tables (JSON, or HDF5 for large models) instead of --trace")
       .option("--error-budget", &f.error_budget, "E", "explicit total error budget")
       .option("--bytes-budget", &f.bytes_budget, "SIZE", "byte budget per step (dual engine), e.g. 64MiB")
       .option("--time-budget", &f.time_budget, "DURATION", "communication time per step (dual; bytes = time x --bandwidth)")
@@ -173,61 +210,84 @@ int run_plan(const std::vector<std::string>& args) {
       .multi("--pin", &f.pins, "NAME=METHOD[:K=V,...]", "fix a parameter's setting (must be a candidate, or none)")
       .option("--min-compression-rate", &f.min_rate, "R", "drop PowerSGD candidates that do not compress at rate R")
       .option("--max-layer-error", &f.max_layer_error, "E", "drop candidates whose error exceeds E")
-      .option("--warmup-steps", &f.warmup, "N", "uncompressed warm-up steps (default: the first window's start)")
-      .option("--seed", &f.seed, "S", "seed recorded in the schedule for the hook's random draws (default 0)")
       .option("--buckets", &f.buckets, "B", "reference DP error buckets (default 10000)")
       .option("--grid", &f.grid, "G", "time engine error grid (default 1000)")
       .option("--max-front", &f.max_front, "N", "exact/dual front size before epsilon-trimming (default 20000)")
-      .option("--bandwidth", &f.bandwidth, "BW", "network bandwidth for time predictions, e.g. 25Gbps (ring model)")
+      .option("--bandwidth", &f.bandwidth, "BW", "network bandwidth for time predictions, e.g. 25Gbps (ring model; not with --topology)")
       .option("--latency", &f.latency, "DURATION", "per-hop latency of the ring model (default 5us)")
       .option("--topology", &f.topology, "NAME|FILE",
-              "cluster for time predictions instead of the ring model (the NCCL-shaped network model, e.g. 4x8xA100-1x25G)")
+              "cluster for time predictions (the NCCL-shaped network model, e.g. 4x8xA100-1x25G)")
       .option("--network-fit", &f.network_fit, "FILE", "calibration of that topology from `lgreco net calibrate`")
-      .option("--forward-time", &f.forward, "DURATION", "forward pass time before backward starts (default 0)")
-      .option("--output", &f.out, "FILE", "write the schedule here", false, "-o")
-      .flag("--force", &f.force, "overwrite an existing output file")
-      .flag("--allow-infeasible", &f.allow_infeasible, "write the least-error plan (status infeasible) when no plan meets the budget")
-      .format(&f.format);
+      .option("--forward-time", &f.forward, "DURATION", "forward pass time before backward starts (default: half the backward time)")
+      .option("--tables-out", &tables_out, "FILE", "with --trace: also write the candidate tables (HDF5 when FILE ends in .h5)")
+      .option("--output", &f.out, "FILE", "write the schedule here (required with --trace)", false, "-o")
+      .flag("--force", &f.force, "overwrite existing outputs")
+      .flag("--allow-infeasible", &f.allow_infeasible, "write the least-error plan (status infeasible) when no plan meets the budget");
+  add_kernel_time_options(p, kt);
+  p.format(&f.format);
   if (!p.parse(args)) return 0;
-  const Overwrite policy = f.force ? Overwrite::kAllow : Overwrite::kRefuse;
-  if (!f.out.empty()) check_writable_destination(f.out, policy);
+
+  // Every option is checked before any work.
+  const bool trace = !la.trace.empty();
+  if (trace == !f.tables.empty()) throw UsageError("lgreco plan: give one of --trace FILE (the closed loop) and --tables FILE");
+  if (!trace) {
+    for (const char* o : kTraceOnly)
+      if (p.given(o)) throw UsageError(std::string("lgreco plan: ") + o + " only applies with --trace");
+  }
+  if (p.given("--output") && f.out.empty()) throw UsageError("--output: empty file name");
+  if (trace && f.out.empty()) throw UsageError("lgreco plan --trace: needs --output FILE (-o)");
+  if (!f.topology.empty() && p.given("--bandwidth"))
+    throw UsageError("--bandwidth and --topology exclude each other (--bandwidth is the ring model used without a topology)");
+  f.engine = la.engine;
+  f.seed = la.seed;
+  f.warmup = la.warmup;
+  f.alpha = la.alpha;
   Json config;
-  const PlanOptions opt = plan_options(f, p, config);
-  std::vector<std::filesystem::path> inputs;
-  const Tables t = plan_source(f, inputs);
-  std::optional<RingCost> ring;
-  std::optional<Cluster> cluster;
-  if (!f.network_fit.empty() && f.topology.empty()) throw UsageError("--network-fit needs --topology");
-  if (!f.topology.empty()) {
-    std::optional<Json> fit_doc;
-    if (!f.network_fit.empty()) {
-      fit_doc = read_json_file(f.network_fit);
-      inputs.push_back(f.network_fit);
-    }
-    cluster = make_cluster(f.topology, std::nullopt, std::nullopt, std::nullopt, fit_doc ? &*fit_doc : nullptr, f.network_fit);
+  PlanOptions opt;
+  opt = plan_options(f, p, config);
+  LoopRequest req;
+  if (trace) {
+    req = resolve_loop_options(la);
+    req.options.plan = opt;
+  }
+  const pipeline::KernelTime kernel_time = resolve_kernel_time(kt);
+  std::optional<Json> fit_doc;
+  const std::optional<pipeline::Cluster> cluster = resolve_cluster(f.topology, f.network_fit, &fit_doc);
+  if (!kt.profile.empty() && !cluster) throw UsageError("--kernel-profile needs --topology (kernel time only enters step predictions)");
+  if (opt.engine == planner::Engine::kTime && !cluster && !opt.bandwidth_Bps)
+    throw UsageError("--engine time needs --topology or --bandwidth (it minimises the predicted step time)");
+  const Overwrite policy = f.force ? Overwrite::kAllow : Overwrite::kRefuse;
+  std::vector<std::filesystem::path> inputs{trace ? la.trace : f.tables};
+  if (fit_doc) inputs.push_back(f.network_fit);
+  refuse_overwriting_inputs(f.out, inputs);
+  refuse_overwriting_inputs(tables_out, inputs);
+  if (!f.out.empty()) check_writable_destination(f.out, policy);
+  if (!tables_out.empty()) check_writable_destination(tables_out, policy);
+  if (cluster) {
+    opt.kernel_time = pipeline::kernel_time_fn(kernel_time, *cluster);
     config["network"] = Json{{"model", "nccl"}, {"topology", cluster->description}};
-  } else if (opt.bandwidth_Bps) {
-    ring.emplace(units::parse_seconds(f.latency), *opt.bandwidth_Bps, t.world_size);
   }
-  const sim::CollectiveCost* cost = cluster ? cluster->cost.get() : ring ? &*ring : nullptr;
-  std::vector<WindowPlan> plans;
-  for (std::size_t w = 0; w < t.windows.size(); ++w) {
-    try {
-      plans.push_back(plan_window(t.windows[w], opt, cost));
-    } catch (const ConfigError& e) {
-      throw ConfigError(f.tables + ": window " + std::to_string(w) + ": " + e.what());
-    }
+  config["kernel_time"] = pipeline::kernel_time_json(kernel_time, cluster ? &*cluster : nullptr);
+
+  const double compute_scale = resolve_compute_scale(kt);
+  if (trace) return run_trace_form(f, req, opt, config, compute_scale, cluster, tables_out, policy);
+
+  Tables t = read_tables(f.tables);
+  std::optional<net::RingCost> ring;
+  if (!cluster && opt.bandwidth_Bps) ring.emplace(units::parse_seconds(f.latency), *opt.bandwidth_Bps, t.world_size);
+  const net::CollectiveCost* cost = cluster ? cluster->cost.get() : ring ? &*ring : nullptr;
+  // The compute side of the step predictions (pipeline/predict.hpp), then every window planned.
+  pipeline::ComputeOptions co;
+  if (p.given("--forward-time")) co.forward_s = opt.forward_s;
+  co.recorded_scale = compute_scale;
+  const pipeline::TablesPlan tp = pipeline::plan_all_windows(t, opt, cost, cluster ? &cluster->gpu : nullptr, co, f.tables);
+  if (tp.compute) {
+    config["compute"] = pipeline::compute_json(*tp.compute, compute_scale);
+    config["forward_time_s"] = opt.forward_s;
+    if (!tp.compute->note.empty()) std::cerr << "lgreco: note: " << tp.compute->note << "\n";
   }
-  for (std::size_t w = 0; w < plans.size(); ++w) {
-    const WindowPlan& pl = plans[w];
-    if (pl.status != "infeasible" || f.allow_infeasible) continue;
-    const std::string what = pl.bytes_budget ? "byte budget " + units::format_bytes(*pl.bytes_budget) + " (least possible " +
-                                                   units::format_bytes(pl.total_bytes) + ")"
-                                             : "error budget " + fmt_num(pl.error_budget.value_or(0)) + " (least possible error " +
-                                                   fmt_num(pl.total_error) + ")";
-    throw InputError(f.tables + ": window " + std::to_string(w) + ": no plan meets the " + what +
-                     "; raise the budget or pass --allow-infeasible to write the least-" + (pl.bytes_budget ? "bytes" : "error") + " plan");
-  }
+  const std::vector<WindowPlan>& plans = tp.plans;
+  refuse_infeasible(plans, f.tables, f.allow_infeasible);
   std::optional<std::int64_t> warm;
   if (p.given("--warmup-steps")) warm = parse_int("--warmup-steps", f.warmup);
   const long long seed = parse_int("--seed", f.seed);
@@ -239,13 +299,13 @@ int run_plan(const std::vector<std::string>& args) {
   if (f.format == Format::kJson) {
     std::cout << doc.dump(2) << "\n";
   } else {
-    print_summary(std::cout, t, plans, s);
+    print_tables_summary(std::cout, t, plans, s);
     if (!f.out.empty()) std::cout << "wrote " << f.out << "\n";
   }
   return 0;
 }
 
-LGRECO_COMMAND("plan", "choose per-layer compression from candidate tables and write a schedule", run_plan);
+LGRECO_COMMAND("plan", "plan per-layer compression from a trace (closed loop) or candidate tables; write a schedule", run_plan);
 
 }  // namespace
 }  // namespace lgreco::cli

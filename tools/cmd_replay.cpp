@@ -14,45 +14,12 @@
 #include "sim/replay_trace_source.hpp"
 #include "tools/args.hpp"
 #include "tools/command.hpp"
-#include "tools/plan_trace.hpp"
+#include "pipeline/schedule_replay.hpp"
+#include "tools/loop_args.hpp"
+#include "tools/plan_report.hpp"
 
 namespace lgreco::cli {
 namespace {
-
-struct PhaseSettings {
-  std::string label;
-  double predicted_bytes = 0;
-  std::vector<kernels::MethodSpec> specs;  ///< per trace layer
-};
-
-std::vector<PhaseSettings> read_phases(const std::string& path, const std::vector<sim::SourceLayer>& layers,
-                                       const std::string& only) {
-  const planner::Schedule sched = planner::read_schedule(path);
-  std::vector<PhaseSettings> out;
-  for (std::size_t i = 0; i < sched.phases.size(); ++i) {
-    const planner::Phase& ph = sched.phases[i];
-    if (only == "last" ? i + 1 != sched.phases.size() : (only != "all" && only != ph.label)) continue;
-    const std::string where = path + ": phases[" + std::to_string(i) + "] (" + ph.label + ")";
-    PhaseSettings s;
-    s.label = ph.label;
-    s.predicted_bytes = ph.predicted.at("bytes_per_step").get<double>();
-    std::map<std::string, const planner::MethodSpec*> by_name;
-    for (const auto& [name, m] : ph.layers) by_name[name] = &m;
-    if (by_name.size() != layers.size()) {
-      throw ConfigError(where + ": " + std::to_string(by_name.size()) + " parameters, the trace has " +
-                        std::to_string(layers.size()));
-    }
-    for (const auto& l : layers) {
-      auto it = by_name.find(l.name);
-      if (it == by_name.end()) throw ConfigError(where + ": no entry for trace parameter '" + l.name + "'");
-      s.specs.push_back(kernels::method_from_json(Json{{"method", it->second->method}, {"params", it->second->params}},
-                                                  where + ".layers." + l.name));
-    }
-    out.push_back(std::move(s));
-  }
-  if (out.empty()) throw ConfigError(path + ": no phase labelled '" + only + "'");
-  return out;
-}
 
 int run_replay(const std::vector<std::string>& args) {
   std::string trace, schedule, phase = "all", threads, backend = "auto", seed = "0", memory_limit;
@@ -63,7 +30,9 @@ int run_replay(const std::vector<std::string>& args) {
               "the per-step compression error, next to the schedule's prediction.");
   p.option("--trace", &trace, "FILE", "trace (HDF5)", true);
   p.option("--schedule", &schedule, "FILE", "schedule (JSON) whose settings to run", true);
-  p.option("--phase", &phase, "LABEL", "phase to run: a label (uniform, plan-2, ...), last, or all (default)");
+  p.option("--phase", &phase, "LABEL",
+           "what to run: scheduled (each step with the phase in force at that step, as the training job does), a phase "
+           "label (uniform, plan-2, ...) over every step, last, or all phases one by one (default)");
   p.option("--threads", &threads, "N", "worker threads (default: all cores)");
   p.option("--memory-limit", &memory_limit, "SIZE",
            "run layers in parallel only while their buffers fit in SIZE; 0 = no limit (default: half the physical memory)");
@@ -73,13 +42,9 @@ int run_replay(const std::vector<std::string>& args) {
   if (!p.parse(args)) return 0;
 
   const auto source = sim::open_trace_source(trace);
-  const auto phases = read_phases(schedule, source->layers(), phase);
-  sim::WindowConfig wc;
-  wc.warmup_steps = 0;
-  wc.period_steps = std::numeric_limits<std::int32_t>::max();
-  wc.acc_steps = 1;
-  const auto wplan = sim::plan_windows(source->steps(), wc);
-  sim::ReplayOptions opt;
+  const planner::Schedule sched = planner::read_schedule(schedule);
+  pipeline::ScheduleReplayOptions opt;
+  opt.only = phase;
   opt.threads = sim::resolve_threads(threads.empty() ? 0 : static_cast<int>(parse_int("--threads", threads)));
   opt.backend = sim::resolve_backend(backend);
   opt.seed = static_cast<std::uint64_t>(parse_int("--seed", seed));
@@ -88,41 +53,34 @@ int run_replay(const std::vector<std::string>& args) {
   } catch (const ConfigError& e) {
     throw UsageError(std::string("--memory-limit: ") + e.what());
   }
-  opt.windows_total = wplan.windows.size() * phases.size();
   opt.progress = stderr_progress();
+  const pipeline::ScheduleReplay rep = pipeline::replay_schedule(*source, sched, schedule, opt);
 
   Json out_phases = Json::array();
   std::size_t steps = 0;
-  for (const auto& w : wplan.windows) steps += w.count;
-  for (const auto& ph : phases) {
-    sim::Replay rep(*source, {}, opt);
-    std::vector<double> bytes(ph.specs.size(), 0.0), err(ph.specs.size(), 0.0);
-    for (const auto& w : wplan.windows) {
-      const auto wm = rep.run_window(w, ph.specs, false);
-      for (std::size_t l = 0; l < ph.specs.size(); ++l) {
-        bytes[l] += wm.layers[l].applied_bytes_per_step * static_cast<double>(w.count);
-        err[l] += wm.layers[l].applied_error_per_step * static_cast<double>(w.count);
-      }
-    }
+  for (const auto& run : rep.runs) {
+    steps = run.steps.size();
     Json layers = Json::array();
-    double total_bytes = 0, total_err = 0;
-    for (std::size_t l = 0; l < ph.specs.size(); ++l) {
-      total_bytes += bytes[l] / static_cast<double>(steps);
-      total_err += err[l] / static_cast<double>(steps);
-      layers.push_back(Json{{"name", source->layers()[l].name}, {"method", kernels::method_to_json(ph.specs[l])},
-                            {"bytes_per_step", bytes[l] / static_cast<double>(steps)},
-                            {"error_per_step", err[l] / static_cast<double>(steps)}});
+    for (std::size_t l = 0; l < source->layers().size(); ++l) {
+      layers.push_back(Json{{"name", source->layers()[l].name}, {"bytes_per_step", run.layer_bytes_per_step[l]},
+                            {"error_per_step", run.layer_error_per_step[l]}});
     }
-    out_phases.push_back(Json{{"label", ph.label}, {"predicted_bytes_per_step", ph.predicted_bytes},
-                              {"bytes_per_step", total_bytes}, {"error_per_step", total_err}, {"layers", layers}});
+    Json per_step = Json::array();
+    for (const auto& st : run.steps) {
+      per_step.push_back(Json{{"step", st.step}, {"phase", st.phase}, {"bytes", st.bytes}, {"predicted_bytes", st.predicted_bytes},
+                              {"error", st.error}});
+    }
+    out_phases.push_back(Json{{"label", run.label}, {"predicted_bytes_per_step", run.predicted_bytes_per_step},
+                              {"bytes_per_step", run.bytes_per_step()}, {"error_per_step", run.error_per_step()}, {"layers", layers},
+                              {"steps", per_step}});
   }
   if (fmt == Format::kJson) {
     std::cout << Json{{"schema_version", 1},
                       {"kind", "lgreco-replay"},
                       {"model", source->model()},
-                      {"backend", kernels::to_string(opt.backend)},
+                      {"backend", rep.backend},
                       {"steps", steps},
-                      {"bursts", wplan.windows.size()},
+                      {"bursts", rep.bursts},
                       {"phases", out_phases},
                       {"config", Json{{"trace", trace}, {"schedule", schedule}, {"phase", phase}, {"threads", opt.threads},
                                       {"seed", opt.seed}}},
@@ -130,7 +88,7 @@ int run_replay(const std::vector<std::string>& args) {
                      .dump(2)
               << "\n";
   } else {
-    std::cout << "replayed " << steps << " step(s) in " << wplan.windows.size() << " burst(s) on " << kernels::to_string(opt.backend)
+    std::cout << "replayed " << steps << " step(s) in " << rep.bursts << " burst(s) on " << rep.backend
               << "\n";
     for (const auto& ph : out_phases) {
       std::cout << "  " << ph["label"].get<std::string>() << ": " << units::format_bytes(ph["bytes_per_step"].get<double>())

@@ -6,6 +6,7 @@
 
 #include "core/error.hpp"
 #include "core/units.hpp"
+#include "kernels/method_json.hpp"
 #include "planner/schedule.hpp"
 #include "tools/args.hpp"
 #include "tools/command.hpp"
@@ -15,9 +16,7 @@ namespace {
 
 using namespace lgreco::planner;
 
-Json method_json(const std::optional<MethodSpec>& m) {
-  return m ? Json{{"method", m->method}, {"params", m->params}} : Json(nullptr);
-}
+Json method_json(const std::optional<kernels::MethodSpec>& m) { return m ? kernels::method_to_json(*m) : Json(nullptr); }
 
 int run_validate(const std::vector<std::string>& args) {
   std::string path;
@@ -93,7 +92,7 @@ int run_show(const std::vector<std::string>& args) {
     for (const Phase* ph : phases) {
       std::string label = "-";
       for (const auto& [n, m] : ph->layers) {
-        if (n == name) label = method_label(m);
+        if (n == name) label = kernels::describe(m);
       }
       std::cout << " | " << label;
     }
@@ -151,8 +150,8 @@ int run_diff(const std::vector<std::string>& args) {
       for (const auto& c : diff_phases(*pr.x, *pr.y)) {
         changes.push_back({{"parameter", c.param}, {"from", method_json(c.from)}, {"to", method_json(c.to)}});
         if (fmt == Format::kTable) {
-          std::cout << pr.name << ": " << c.param << ": " << (c.from ? method_label(*c.from) : "(absent)") << " -> "
-                    << (c.to ? method_label(*c.to) : "(absent)") << "\n";
+          std::cout << pr.name << ": " << c.param << ": " << (c.from ? kernels::describe(*c.from) : "(absent)") << " -> "
+                    << (c.to ? kernels::describe(*c.to) : "(absent)") << "\n";
         }
       }
     } else if (fmt == Format::kTable) {

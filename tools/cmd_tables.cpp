@@ -7,6 +7,7 @@
 
 #include "core/error.hpp"
 #include "core/json_util.hpp"
+#include "kernels/method_json.hpp"
 #include "planner/tables.hpp"
 #include "tools/args.hpp"
 #include "tools/command.hpp"
@@ -40,8 +41,8 @@ int run_info(const std::vector<std::string>& args) {
     for (const LayerTable& l : w.layers)
       for (const Candidate& c : l.candidates) {
         ++candidates;
-        ++per_method[c.spec.method];
-        settings.insert(c.spec.method + c.spec.params.dump());
+        ++per_method[kernels::method_name(c.spec.method)];
+        settings.insert(kernels::method_to_json(c.spec).dump());
       }
   const std::size_t layers = t.windows.front().layers.size();
   if (fmt == Format::kJson) {

@@ -13,11 +13,11 @@
 #include "core/error.hpp"
 #include "core/provenance.hpp"
 #include "core/units.hpp"
-#include "kernels/method_json.hpp"
 #include "tools/args.hpp"
 #include "tools/command.hpp"
-#include "tools/plan_trace.hpp"
-#include "tools/trace_cluster.hpp"
+#include "pipeline/whatif.hpp"
+#include "tools/loop_args.hpp"
+#include "tools/plan_report.hpp"
 
 #ifndef LGRECO_SOURCE_DIR
 #define LGRECO_SOURCE_DIR "."
@@ -28,50 +28,30 @@ namespace {
 
 /// "1Gbps:400Gbps:12" → 12 log-spaced points from 1 to 400 Gb/s (both ends included);
 /// "10Gbps,25Gbps" → those points. Bytes per second.
+double bandwidth(const std::string& text) {
+  try {
+    return units::parse_bandwidth_Bps(text);
+  } catch (const ConfigError& e) {
+    throw UsageError(std::string("--bandwidth: ") + e.what());
+  }
+}
+
 std::vector<double> parse_bandwidths(const std::string& text) {
   std::vector<double> out;
   if (text.find(':') != std::string::npos) {
     const auto parts = split_list(text, ':');
     if (parts.size() != 3) throw UsageError("--bandwidth: expected LOW:HIGH:POINTS or a comma list, got '" + text + "'");
-    const double lo = units::parse_bandwidth_Bps(parts[0]), hi = units::parse_bandwidth_Bps(parts[1]);
+    const double lo = bandwidth(parts[0]), hi = bandwidth(parts[1]);
     const long long n = parse_int("--bandwidth", parts[2]);
     if (n < 1 || n > 1000 || hi < lo) throw UsageError("--bandwidth: need LOW <= HIGH and 1..1000 points, got '" + text + "'");
     for (long long i = 0; i < n; ++i) {
       out.push_back(n == 1 ? lo : lo * std::pow(hi / lo, static_cast<double>(i) / static_cast<double>(n - 1)));
     }
   } else {
-    for (const auto& s : split_list(text)) out.push_back(units::parse_bandwidth_Bps(s));
+    for (const auto& s : split_list(text)) out.push_back(bandwidth(s));
   }
   if (out.empty()) throw UsageError("--bandwidth: no points");
   return out;
-}
-
-struct StepFigures {
-  double step_s = 0, exposed_s = 0, compute_s = 0, bytes = 0;
-};
-
-StepFigures simulate(const planner::Window& w, const planner::PlanOptions& opt, const std::vector<int>* choice, bool raw,
-                     const sim::CollectiveCost& cost) {
-  const sim::StepModel model = planner::step_model_of(w, opt.forward_s, opt.optimizer_s);
-  std::vector<sim::LayerComm> comm;
-  StepFigures f;
-  for (std::size_t l = 0; l < w.layers.size(); ++l) {
-    const auto& t = w.layers[l];
-    planner::Candidate c;
-    if (raw) {
-      c.spec = planner::normalize_method("none", Json::object(), "none");
-      c.bytes = 4.0 * static_cast<double>(t.numel);
-    } else {
-      c = t.candidates.at(static_cast<std::size_t>(choice ? (*choice)[l] : t.default_index));
-    }
-    f.bytes += c.bytes;
-    comm.push_back(planner::layer_comm_of(t, c, opt.kernel_time));
-  }
-  const auto r = sim::simulate_step(model, comm, cost);
-  f.step_s = r.step_s;
-  f.exposed_s = r.exposed_comm_s;
-  f.compute_s = r.compute_s;
-  return f;
 }
 
 void run_plot(const std::string& json_path, const std::string& png) {
@@ -92,7 +72,7 @@ void run_plot(const std::string& json_path, const std::string& png) {
 }
 
 int run_whatif(const std::vector<std::string>& args) {
-  TraceJobArgs a;
+  LoopArgs a;
   std::string topology = "4x8xA100-1x25G", bandwidth = "1Gbps:400Gbps:12", nodes_text = "1,2,4,8", gpn, plot, tables,
               network_fit;
   bool force = false;
@@ -101,7 +81,7 @@ int run_whatif(const std::vector<std::string>& args) {
               "Replay the trace once (closed loop, as plan --trace), then predict the step time of the "
               "uncompressed, uniform and adaptive schedules at every (node count, inter-node bandwidth) point; "
               "time-aware engines re-plan per point.");
-  add_trace_job_options(p, a, false);
+  add_loop_options(p, a, false);
   p.option("--tables", &tables, "FILE", "candidate tables (JSON or HDF5) from an earlier replay (plan --tables-out) instead of --trace");
   p.option("--topology", &topology, "NAME|FILE", "base cluster whose GPUs and node layout are varied (default 4x8xA100-1x25G)");
   p.option("--bandwidth", &bandwidth, "LOW:HIGH:N|LIST", "inter-node bandwidths: log-spaced range or comma list (default 1Gbps:400Gbps:12)");
@@ -121,78 +101,68 @@ int run_whatif(const std::vector<std::string>& args) {
   std::vector<int> nodes;
   for (const auto& n : split_list(nodes_text)) {
     const long long v = parse_int("--nodes", n);
-    if (v < 1) throw UsageError("--nodes: node counts must be >= 1, got " + n);
+    if (v < 1 || v > 65536) throw UsageError("--nodes: node counts must be in [1, 65536], got " + n);
     nodes.push_back(static_cast<int>(v));
   }
-  const std::optional<int> gpus = gpn.empty() ? std::nullopt : std::optional<int>(static_cast<int>(parse_int("--gpus-per-node", gpn)));
+  std::optional<int> gpus;
+  if (!gpn.empty()) {
+    const long long g = parse_int("--gpus-per-node", gpn);
+    if (g < 1 || g > 1024) throw UsageError("--gpus-per-node: expected an integer in [1, 1024], got " + gpn);
+    gpus = static_cast<int>(g);
+  }
 
   if (a.trace.empty() == tables.empty()) throw UsageError("lgreco whatif: give exactly one of --trace FILE and --tables FILE");
-  TraceJob job = resolve_trace_job(a);
+  LoopRequest req = resolve_loop_options(a);
+  pipeline::LoopOptions& o = req.options;
   std::optional<Json> fit_doc;
   if (!network_fit.empty()) fit_doc = read_json_file(network_fit);
   const Json* fit = fit_doc ? &*fit_doc : nullptr;
-  const Cluster base = make_cluster(topology, std::nullopt, gpus, std::nullopt, fit, network_fit);
-  std::shared_ptr<const kernels::DeviceProfile> profile;
-  if (!kt.profile.empty()) profile = std::make_shared<const kernels::DeviceProfile>(kernels::load_profile(kt.profile));
-  job.plan.kernel_time = kernel_time_fn(kt, base, profile);
-  ClosedLoopResult r;
+  const pipeline::Cluster base = pipeline::make_cluster(topology, std::nullopt, gpus, std::nullopt, fit, network_fit);
+  const pipeline::KernelTime kernel_time = resolve_kernel_time(kt);
+  o.plan.kernel_time = pipeline::kernel_time_fn(kernel_time, base);
+  o.gpu = base.gpu;
+  o.compute.recorded_scale = resolve_compute_scale(kt);
+  pipeline::LoopResult r;
   if (!a.trace.empty()) {
-    r = run_closed_loop(job, base.cost.get(), stderr_progress());
+    r = pipeline::run_closed_loop(a.trace, o, base.cost.get(), stderr_progress());
   } else {
     // Tables computed earlier: plan their last window as the closed loop's final plan.
     r.tables = planner::read_tables(tables);
     r.model = r.tables.model;
-    r.plan = job.plan;
-    double backward = 0;
-    for (const auto& l : r.tables.windows.back().layers) backward += l.compute_time_s.value_or(0.0);
-    r.plan.forward_s = 0.5 * backward;
+    r.plan = o.plan;
+    r.compute = pipeline::compute_model(r.tables.windows.back(), r.model, &base.gpu, o.compute);
+    pipeline::apply_compute(r.compute, r.tables, r.plan);
     r.plans.push_back(planner::plan_window(r.tables.windows.back(), r.plan, base.cost.get()));
     r.backend = "none (tables)";
     r.provenance = provenance_json({tables});
   }
-  const planner::Window& w = r.tables.windows.back();
-  const bool time_aware = job.plan.engine == planner::Engine::kTime;
-
+  if (!r.compute.note.empty()) std::cerr << "lgreco: note: " << r.compute.note << "\n";
+  pipeline::WhatIfGrid grid;
+  grid.topology = topology;
+  grid.nodes = nodes;
+  grid.bandwidths_Bps = bws;
+  grid.gpus_per_node = gpus;
+  grid.network_fit = fit;
+  grid.fit_origin = network_fit;
+  grid.kernel_time = kernel_time;
+  const bool time_aware = o.plan.engine == planner::Engine::kTime;
   Json points = Json::array();
-  for (int n : nodes) {
-    for (double bw : bws) {
-      throw_if_cancelled();
-      const Cluster c = make_cluster(topology, n, gpus, bw, fit, network_fit);
-      planner::PlanOptions opt = r.plan;
-      opt.kernel_time = kernel_time_fn(kt, c, profile);  // this point's GPU count
-      const auto plan = time_aware ? planner::plan_window(w, opt, c.cost.get()) : r.plans.back();
-      const auto raw = simulate(w, opt, nullptr, true, *c.cost);
-      const auto uni = simulate(w, opt, nullptr, false, *c.cost);
-      const auto ada = simulate(w, opt, &plan.choice, false, *c.cost);
-      points.push_back(Json{{"bandwidth_Gbps", units::Bps_to_gbps(bw)},
-                            {"nodes", n},
-                            {"ranks", c.ranks()},
-                            {"uncompressed_step_s", raw.step_s},
-                            {"uniform_step_s", uni.step_s},
-                            {"adaptive_step_s", ada.step_s},
-                            {"uncompressed_exposed_comm_s", raw.exposed_s},
-                            {"uniform_exposed_comm_s", uni.exposed_s},
-                            {"adaptive_exposed_comm_s", ada.exposed_s},
-                            {"uniform_speedup", raw.step_s / uni.step_s},
-                            {"adaptive_speedup", raw.step_s / ada.step_s},
-                            {"adaptive_vs_uniform", uni.step_s / ada.step_s},
-                            {"uncompressed_bytes_per_step", raw.bytes},
-                            {"uniform_bytes_per_step", uni.bytes},
-                            {"adaptive_bytes_per_step", ada.bytes},
-                            {"compute_s", raw.compute_s}});
-    }
-  }
-  Json config = trace_job_config(job, r, &base);
+  for (const auto& pt : pipeline::whatif(r.tables.windows.back(), r.plans.back(), r.plan, grid)) points.push_back(pipeline::point_json(pt));
+  Json config = pipeline::loop_config(o, r);
+  config["trace"] = a.trace;
+  config["threads"] = req.threads_requested;
+  config["topology"] = base.description;
+  config["ranks"] = base.ranks();
   if (!tables.empty()) config["tables"] = tables;
   config["bandwidth"] = bandwidth;
   config["nodes"] = nodes;
   config["replanned_per_point"] = time_aware;
-  config["kernel_time"] = kernel_time_json(kt, &base);
+  config["kernel_time"] = pipeline::kernel_time_json(kernel_time, &base);
   const Json doc{{"schema_version", 1},
                  {"kind", "lgreco-whatif"},
                  {"model", r.model},
-                 {"family", sim::to_string(job.family)},
-                 {"engine", planner::engine_name(job.plan.engine)},
+                 {"family", sim::to_string(o.family)},
+                 {"engine", planner::engine_name(o.plan.engine)},
                  {"cluster", base.name},
                  {"points", points},
                  {"config", config},
@@ -217,8 +187,8 @@ int run_whatif(const std::vector<std::string>& args) {
       std::cout << "\n";
     }
   } else {
-    std::printf("%s, family %s, engine %s, base cluster %s%s\n", r.model.c_str(), sim::to_string(job.family).c_str(),
-                planner::engine_name(job.plan.engine).c_str(), base.name.c_str(), time_aware ? " (re-planned per point)" : "");
+    std::printf("%s, family %s, engine %s, base cluster %s%s\n", r.model.c_str(), sim::to_string(o.family).c_str(),
+                planner::engine_name(o.plan.engine).c_str(), base.name.c_str(), time_aware ? " (re-planned per point)" : "");
     std::printf("%6s %6s %10s | %11s %11s %11s | %9s %9s %9s\n", "nodes", "ranks", "Gb/s", "uncompr.", "uniform", "adaptive",
                 "uniform", "adaptive", "ada/uni");
     for (const auto& pt : points) {

@@ -105,6 +105,13 @@ int run_command(const lgreco::cli::Command& cmd, const std::vector<std::string>&
     return code;
   } catch (const lgreco::UsageError& e) {
     return report(e.what(), 2);
+  } catch (const lgreco::FieldError& e) {
+    // A library call's option: shown as the flag that set it (snake_case → --kebab-case).
+    std::string flag = "--" + e.field();
+    std::replace(flag.begin(), flag.end(), '_', '-');
+    return report(flag + " " + e.detail(), 2);
+  } catch (const lgreco::OutputExists& e) {
+    return report(std::string(e.what()) + "; pass --force to overwrite it", 1);
   } catch (const lgreco::Cancelled&) {
     return interrupted("; no output written");
   } catch (const std::bad_alloc&) {

@@ -1,4 +1,4 @@
-#include "traces/detail/h5.hpp"
+#include "traces/hdf5.hpp"
 
 #include <climits>
 #include <mutex>

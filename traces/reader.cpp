@@ -14,7 +14,7 @@
 #include "core/error.hpp"
 #include "core/int_math.hpp"
 #include "core/text.hpp"
-#include "traces/detail/h5.hpp"
+#include "traces/hdf5.hpp"
 #include "traces/half.hpp"
 
 namespace lgreco::traces {

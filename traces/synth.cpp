@@ -66,28 +66,30 @@ float noise_fallback(std::uint64_t key, std::uint64_t stream, std::uint64_t inde
 }  // namespace
 
 void check_synth_options(const SynthOptions& o) {
-  auto bad = [](const std::string& what) { throw ConfigError("trace synth: " + what); };
-  if (o.steps < 1) bad("--steps " + std::to_string(o.steps) + " must be at least 1");
-  if (o.burst_length < 0) bad("--burst-length " + std::to_string(o.burst_length) + " must be at least 1");
+  // Messages in the library's words; FieldError names the option (the CLI shows it as its flag).
+  auto bad = [](const char* field, const std::string& what) { throw FieldError(field, what); };
+  auto num = [](double v) { return std::to_string(v); };
+  if (o.steps < 1) bad("steps", std::to_string(o.steps) + ": must be at least 1");
+  if (o.burst_length < 0) bad("burst_length", std::to_string(o.burst_length) + ": must be at least 1");
   if (o.burst_length == 0 && (o.bursts < 1 || o.bursts > o.steps)) {
-    bad("--bursts " + std::to_string(o.bursts) + " must be between 1 and --steps (" + std::to_string(o.steps) + ")");
+    bad("bursts", std::to_string(o.bursts) + ": must be between 1 and the number of steps (" + std::to_string(o.steps) + ")");
   }
-  if (o.first_step < 0) bad("first step id " + std::to_string(o.first_step) + " must be >= 0");
-  if (o.world_size < 1) bad("--world-size " + std::to_string(o.world_size) + " must be at least 1");
-  if (!(o.decay >= 0.0 && o.decay <= 10.0)) bad("--decay " + std::to_string(o.decay) + " must be in [0, 10]");
-  if (!(o.rho >= 0.0 && o.rho < 1.0)) bad("--rho " + std::to_string(o.rho) + " must be in [0, 1)");
+  if (o.first_step < 0) bad("first_step", std::to_string(o.first_step) + ": must be >= 0");
+  if (o.world_size < 1) bad("world_size", std::to_string(o.world_size) + ": must be at least 1");
+  if (!(o.decay >= 0.0 && o.decay <= 10.0)) bad("decay", num(o.decay) + ": must be in [0, 10]");
+  if (!(o.rho >= 0.0 && o.rho < 1.0)) bad("rho", num(o.rho) + ": must be in [0, 1)");
   if (!(o.tail == 0.0 || (o.tail > 2.0 && o.tail <= 1e6))) {
-    bad("--tail " + std::to_string(o.tail) + " must be 0 (Gaussian) or Student-t degrees of freedom > 2");
+    bad("tail", num(o.tail) + ": must be 0 (Gaussian) or Student-t degrees of freedom > 2");
   }
-  if (o.rank_terms < 1 || o.rank_terms > 256) bad("--rank-terms " + std::to_string(o.rank_terms) + " must be in 1..256");
-  if (!(o.noise >= 0.0 && o.noise <= 1e3)) bad("--noise " + std::to_string(o.noise) + " must be in [0, 1000]");
-  if (!(o.scale > 0.0 && o.scale < 1e4)) bad("--scale " + std::to_string(o.scale) + " must be in (0, 10000)");
-  if (o.deflate_level < 0 || o.deflate_level > 9) bad("--deflate " + std::to_string(o.deflate_level) + " must be in 0..9");
-  if (o.threads < 0 || o.threads > 1024) bad("--threads " + std::to_string(o.threads) + " must be in 0..1024");
-  if (!(o.compute_flops_per_s >= 0.0)) bad("compute FLOP/s must be >= 0");
+  if (o.rank_terms < 1 || o.rank_terms > 256) bad("rank_terms", std::to_string(o.rank_terms) + ": must be in 1..256");
+  if (!(o.noise >= 0.0 && o.noise <= 1e3)) bad("noise", num(o.noise) + ": must be in [0, 1000]");
+  if (!(o.scale > 0.0 && o.scale < 1e4)) bad("scale", num(o.scale) + ": must be in (0, 10000)");
+  if (o.deflate_level < 0 || o.deflate_level > 9) bad("deflate", std::to_string(o.deflate_level) + ": must be in 0..9");
+  if (o.threads < 0 || o.threads > 1024) bad("threads", std::to_string(o.threads) + ": must be in 0..1024");
+  if (!(o.compute_flops_per_s >= 0.0)) bad("compute_tflops", num(o.compute_flops_per_s / 1e12) + ": must be >= 0");
   const std::int64_t len = o.burst_length > 0 ? o.burst_length : (o.steps + o.bursts - 1) / o.bursts;
   if (o.burst_spacing < len) {
-    bad("--burst-spacing " + std::to_string(o.burst_spacing) + " is shorter than a burst (" + std::to_string(len) + " steps)");
+    bad("burst_spacing", std::to_string(o.burst_spacing) + ": shorter than a burst (" + std::to_string(len) + " steps)");
   }
   // The last burst starts at first_step + (bursts - 1) · spacing: it must stay a sane step id.
   const std::int64_t nbursts = o.burst_length > 0 ? (o.steps + o.burst_length - 1) / o.burst_length : o.bursts;

@@ -23,8 +23,11 @@ class CpuCompressor final : public Compressor {
   CompressInfo do_compress(std::span<const float> acc, std::span<float> out, LayerState& state,
                            const LayerContext& ctx) override {
     const std::uint64_t n = acc.size();
+    shape_ = context_shape(ctx, n);
+    plan_ = wire_plan(spec_, shape_, ctx.step);
     CompressInfo info;
-    info.wire = wire_size(spec_, ctx.shape, n, ctx.step);
+    info.wire = plan_.size;
+    info.coded_bytes = plan_.size.bytes;  // methods with a data-dependent code set their own below
     const std::uint64_t stream = rng::stream_of(ctx.step, ctx.index);
     switch (spec_.method) {
       case Method::kNone:
@@ -43,7 +46,7 @@ class CpuCompressor final : public Compressor {
         topk(acc, out, ctx, stream, info);
         break;
       case Method::kRandomK: {
-        const std::uint64_t k = sparse_k(n, spec_.randomk.density);
+        const std::uint64_t k = plan_.k;
         randomk_indices(n, k, ctx.seed, stream, indices_);
         gather(acc, indices_, values_);
         const float scale = spec_.randomk.scaled && k > 0 ? static_cast<float>(static_cast<double>(n) / static_cast<double>(k)) : 1.0f;
@@ -57,10 +60,7 @@ class CpuCompressor final : public Compressor {
         scales_.resize(bucket_count(n, p.bucket_size));
         const std::uint64_t elias = qsgd_compress(acc, p, ctx.seed, stream, codes_, scales_);
         qsgd_decompress(codes_, scales_, p, out);
-        if (p.encoding == QsgdEncoding::kElias) {
-          info.wire.allgather_bytes = ceil_div(elias, 8) + 4 * scales_.size();
-          info.wire.bytes = info.wire.allgather_bytes;
-        }
+        if (p.encoding == QsgdEncoding::kElias) info.coded_bytes = ceil_div(elias, 8) + 4 * scales_.size();
         break;
       }
       case Method::kMaxMin: {
@@ -102,25 +102,24 @@ class CpuCompressor final : public Compressor {
   void topk(std::span<const float> acc, std::span<float> out, const LayerContext& ctx, std::uint64_t stream,
             CompressInfo& info) {
     const std::uint64_t n = acc.size();
-    const std::uint64_t k = sparse_k(n, topk_density_at(spec_.topk, ctx.step));
+    const std::uint64_t k = plan_.k;
     if (spec_.topk.selection == TopkSelection::kExact) topk_exact(acc, k, indices_);
     else topk_dgc(acc, k, ctx.seed, stream, DgcSampling{}, indices_);
     gather(acc, indices_, values_);
     scatter(indices_, values_, 1.0f, out);
+    // DGC may keep k' < k entries; the payload is padded to k (kernels/wire.hpp).
     const std::uint64_t kept = indices_.size();
-    TopkEncoding enc = spec_.topk.encoding;
-    if (enc == TopkEncoding::kAuto) enc = topk_auto_encoding(n, kept);
+    const TopkEncoding enc = plan_.encoding;
     const std::uint64_t bits = enc == TopkEncoding::kDelta ? delta_gamma_bits(indices_) : 0;
     info.encoding = enc;
     info.kept = kept;
     info.sent_indices = indices_;
-    info.wire.allgather_bytes = topk_bytes(enc, n, kept, bits);
-    info.wire.bytes = info.wire.allgather_bytes;
+    info.coded_bytes = topk_bytes(enc, n, kept, bits);
   }
 
   void powersgd(std::span<const float> acc, std::span<float> out, LayerState& state, const LayerContext& ctx,
                 CompressInfo& info) {
-    const MatrixView v = powersgd_view(ctx.shape, acc.size(), spec_.powersgd);
+    const MatrixView& v = plan_.view;
     info.kept = static_cast<std::uint64_t>(v.r_eff);
     if (!v.compressed) {
       std::copy(acc.begin(), acc.end(), out.begin());
@@ -134,6 +133,8 @@ class CpuCompressor final : public Compressor {
   }
 
   MethodSpec spec_;
+  std::vector<std::int64_t> shape_;
+  WirePlan plan_;
   std::vector<std::uint32_t> indices_;
   std::vector<float> values_, scales_, units_, p_;
   std::vector<std::uint8_t> codes_;

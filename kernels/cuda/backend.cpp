@@ -30,8 +30,11 @@ class CudaCompressor final : public Compressor {
   CompressInfo do_compress(std::span<const float> acc, std::span<float> out, LayerState& state,
                            const LayerContext& ctx) override {
     const std::uint64_t n = acc.size();
+    shape_ = context_shape(ctx, n);
+    plan_ = wire_plan(spec_, shape_, ctx.step);
     CompressInfo info;
-    info.wire = wire_size(spec_, ctx.shape, n, ctx.step);
+    info.wire = plan_.size;
+    info.coded_bytes = plan_.size.bytes;  // methods with a data-dependent code set their own below
     const std::uint64_t stream = rng::stream_of(ctx.step, ctx.index);
     Stream s = stream_.get();
     x_.reserve(n * 4);
@@ -58,7 +61,7 @@ class CudaCompressor final : public Compressor {
         topk(x, n, o, ctx, stream, info);
         break;
       case Method::kRandomK: {
-        const std::uint64_t k = sparse_k(n, spec_.randomk.density);
+        const std::uint64_t k = plan_.k;
         reserve_sparse(n, k);
         randomk_indices(n, k, ctx.seed, stream, idx_.as<std::uint32_t>(), ws_.data(), s);
         gather(x, idx_.as<std::uint32_t>(), k, vals_.as<float>(), s);
@@ -78,8 +81,7 @@ class CudaCompressor final : public Compressor {
           std::uint64_t bits = 0;
           synchronize(s);
           copy_to_host(&bits, elias, sizeof bits);
-          info.wire.allgather_bytes = ceil_div(bits, 8) + 4 * cpu::bucket_count(n, p.bucket_size);
-          info.wire.bytes = info.wire.allgather_bytes;
+          info.coded_bytes = ceil_div(bits, 8) + 4 * cpu::bucket_count(n, p.bucket_size);
         }
         break;
       }
@@ -139,7 +141,7 @@ class CudaCompressor final : public Compressor {
   void topk(const float* x, std::uint64_t n, float* o, const LayerContext& ctx, std::uint64_t stream,
             CompressInfo& info) {
     Stream s = stream_.get();
-    const std::uint64_t k = sparse_k(n, topk_density_at(spec_.topk, ctx.step));
+    const std::uint64_t k = plan_.k;
     reserve_sparse(n, k);
     auto* idx = idx_.as<std::uint32_t>();
     std::uint64_t kept = k;
@@ -150,8 +152,8 @@ class CudaCompressor final : public Compressor {
     }
     gather(x, idx, kept, vals_.as<float>(), s);
     scatter(idx, vals_.as<float>(), kept, 1.0f, o, n, s);
-    TopkEncoding enc = spec_.topk.encoding;
-    if (enc == TopkEncoding::kAuto) enc = topk_auto_encoding(n, kept);
+    // DGC may keep k' < k entries; the payload is padded to k (kernels/wire.hpp).
+    const TopkEncoding enc = plan_.encoding;
     std::uint64_t bits = 0;
     if (enc == TopkEncoding::kDelta) {
       delta_gamma_bits(idx, kept, counter_.as<std::uint64_t>(), s);
@@ -160,8 +162,7 @@ class CudaCompressor final : public Compressor {
     }
     info.encoding = enc;
     info.kept = kept;
-    info.wire.allgather_bytes = topk_bytes(enc, n, kept, bits);
-    info.wire.bytes = info.wire.allgather_bytes;
+    info.coded_bytes = topk_bytes(enc, n, kept, bits);
     if (spec_.topk.momentum > 0) {
       // ErrorFeedback masks DGC's velocity on the host at these indices.
       host_idx_.resize(kept);
@@ -175,7 +176,7 @@ class CudaCompressor final : public Compressor {
   bool powersgd(const float* x, std::uint64_t n, float* o, LayerState& state, const LayerContext& ctx,
                 CompressInfo& info, std::span<float> host_out) {
     const PowerSgdParams& prm = spec_.powersgd;
-    const MatrixView v = powersgd_view(ctx.shape, n, prm);
+    const MatrixView& v = plan_.view;
     info.kept = static_cast<std::uint64_t>(v.r_eff);
     Stream s = stream_.get();
     if (!v.compressed) {
@@ -213,6 +214,8 @@ class CudaCompressor final : public Compressor {
   }
 
   MethodSpec spec_;
+  std::vector<std::int64_t> shape_;
+  WirePlan plan_;
   StreamHandle stream_;
   std::unique_ptr<BlasHandle> blas_;
   DeviceBuffer x_, out_, codes_, scales_, counter_, ws_, idx_, vals_, q_, p_, scratch_;

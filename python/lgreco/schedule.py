@@ -1,40 +1,56 @@
 """Schedule files (JSON, kind "lgreco-schedule"): loading, validation and phase lookup.
 
 A schedule has phases over training steps; each phase maps every parameter name of the model to a
-method. Steps outside every phase use "none". Validation is structural (this module) and, when the
-repository's schemas/schedule.schema.json is present, also against that JSON Schema.
+method. Steps outside every phase use "none". Format 2 (what `lgreco plan` writes) also lists every
+parameter's shape and, per phase, every parameter's wire plan (kernels/wire.hpp: bytes, k,
+encoding, matrix view, code width, and the stages of a DGC warm-up): what the DDP hook sends and
+checks its bytes against, without the native module. Format 1 (no wire plans) needs the native
+module to price a step. Validation is structural (this module) and, when the repository's
+schemas/schedule.schema.json is present, also against that JSON Schema.
 """
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import json
 import math
 import pathlib
 from dataclasses import dataclass
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
-from .methods import Method, ScheduleError, parse_method, wire_bytes
+from . import native
+from .methods import Method, ScheduleError, parse_method
 
 NONE = Method("none", {})
 _TOP_KEYS = {"schema_version", "kind", "model", "world_size", "family", "engine", "seed", "phases",
-             "buckets", "predicted", "config", "provenance"}
-_PHASE_KEYS = {"start_step", "end_step", "label", "layers", "predicted"}
+             "buckets", "predicted", "config", "provenance", "parameters"}
+_PHASE_KEYS = {"start_step", "end_step", "label", "layers", "predicted", "wire"}
 SCHEMA_PATH = pathlib.Path(__file__).resolve().parents[2] / "schemas" / "schedule.schema.json"
 
 
 @dataclass(frozen=True)
 class Phase:
-    """Steps [start_step, end_step) (end_step None = open) and the method of every parameter."""
+    """Steps [start_step, end_step) (end_step None = open) and the method of every parameter; format
+    2 also carries every parameter's wire plan."""
 
     start_step: int
     end_step: Optional[int]
     label: str
     layers: Mapping[str, Method]
     predicted_bytes_per_step: Optional[int]
+    wire: Optional[Mapping[str, Mapping[str, Any]]] = None
 
-    def bytes_per_step(self, shapes: Mapping[str, Sequence[int]]) -> int:
-        """Σ over parameters of the method's wire bytes (the contract's phase prediction)."""
-        return sum(wire_bytes(self.layers[name], shape) for name, shape in shapes.items())
+    def wire_at(self, name: str, step: int) -> Mapping[str, Any]:
+        """The wire plan of parameter `name` at `step` (a DGC warm-up stage, else the steady plan)."""
+        w = self.wire[name]
+        for st in w.get("stages", ()):
+            if st["from_step"] <= step and (st["to_step"] is None or step < st["to_step"]):
+                return st["plan"]
+        return w
+
+    def bytes_per_step(self) -> int:
+        """Σ over parameters of the steady-state wire bytes (the phase's prediction; needs its wire plans)."""
+        return sum(int(w["bytes"]) for w in self.wire.values())
 
 
 class Schedule:
@@ -46,6 +62,7 @@ class Schedule:
         self.seed = int(doc.get("seed", 0))
         self.world_size = doc.get("world_size")
         self.phases = _parse_phases(doc, source)
+        self.parameters = [(p["name"], tuple(p["shape"])) for p in doc["parameters"]] if "parameters" in doc else None
         self._starts = [p.start_step for p in self.phases]
 
     @classmethod
@@ -59,6 +76,32 @@ class Schedule:
         validate_with_schema(doc, str(path))
         return cls(doc, str(path))
 
+    def with_phase(self, phase: Mapping[str, Any]) -> "Schedule":
+        """A new schedule: this one with its last phase, which must be open, ended at the new phase's
+        start_step (> its own start), and the new phase (a phase document, e.g. from lgreco's planner)
+        appended. Only the new phase is parsed."""
+        last = self.phases[-1]
+        start = phase.get("start_step") if isinstance(phase, dict) else None
+        if last.end_step is not None:
+            raise ScheduleError(f"{self.source}: cannot append a phase: the last phase '{last.label}' is closed "
+                                f"(ends at step {last.end_step})")
+        if not isinstance(start, int) or isinstance(start, bool) or start <= last.start_step:
+            raise ScheduleError(f"{self.source}: appended phase's start_step = {start!r}, expected an integer > "
+                                f"{last.start_step} (the start of the open phase '{last.label}')")
+        closed = dataclasses.replace(last, end_step=start)
+        version = int(self.doc.get("schema_version", 1))
+        new = _parse_phase(phase, len(self.phases), len(self.phases) + 1, closed, version, self.source)
+        doc = dict(self.doc)
+        raw = [dict(p) for p in doc["phases"]]
+        raw[-1]["end_step"] = start
+        doc["phases"] = raw + [phase]
+        out = Schedule.__new__(Schedule)
+        out.source, out.doc, out.seed, out.world_size, out.parameters = (self.source, doc, self.seed, self.world_size,
+                                                                         self.parameters)
+        out.phases = self.phases[:-1] + [closed, new]
+        out._starts = [p.start_step for p in out.phases]
+        return out
+
     def phase_at(self, step: int) -> Optional[Phase]:
         i = bisect.bisect_right(self._starts, step) - 1
         if i < 0:
@@ -70,10 +113,28 @@ class Schedule:
         ph = self.phase_at(step)
         return NONE if ph is None else ph.layers[name]
 
-    def check_parameters(self, names: Iterable[str]) -> None:
-        """Every model parameter appears in every phase, and no phase names an unknown one."""
-        names = list(names)
+    def wire_at(self, step: int, name: str, shape: Sequence[int]) -> Mapping[str, Any]:
+        """The wire plan of parameter `name` (of this shape) at `step`: the schedule's own (format 2),
+        else the registry's through the native module (format 1, or a step in no phase)."""
+        ph = self.phase_at(step)
+        if ph is not None and ph.wire is not None:
+            return ph.wire_at(name, step)
+        m = NONE if ph is None else ph.layers[name]
+        if m.name == "none":
+            n = math.prod(shape)
+            return {"bytes": 4 * n, "collective": "allreduce", "rounds": [4 * n, 0], "allgather_bytes": 0, "raw": True}
+        return native.wire_plan(m.to_json(), shape, step)
+
+    def check_parameters(self, shapes: Mapping[str, Sequence[int]]) -> None:
+        """Every model parameter appears in every phase with the schedule's shape (format 2), and no
+        phase names an unknown one."""
+        names = list(shapes)
         known = set(names)
+        if self.parameters is not None:
+            for name, shape in self.parameters:
+                if name in known and tuple(shape) != tuple(shapes[name]):
+                    raise ScheduleError(f"{self.source}: parameters['{name}'] has shape {list(shape)}, the model's is "
+                                        f"{list(shapes[name])} (a schedule for another model?)")
         for i, ph in enumerate(self.phases):
             missing = [n for n in names if n not in ph.layers]
             extra = sorted(set(ph.layers) - known)
@@ -84,12 +145,13 @@ class Schedule:
                 raise ScheduleError(f"{self.source}: phases[{i}].layers names unknown parameter(s) "
                                     f"{extra[:5]}; the model has {len(names)} parameters")
 
-    def prediction_mismatches(self, shapes: Mapping[str, Sequence[int]]) -> List[Tuple[int, int, int]]:
-        """(phase index, predicted, computed) for every phase whose predicted.bytes_per_step differs."""
+    def prediction_mismatches(self) -> List[Tuple[int, int, int]]:
+        """(phase index, predicted, Σ wire bytes) for every phase of a format-2 schedule whose
+        predicted.bytes_per_step differs from the sum of its wire plans."""
         out = []
         for i, ph in enumerate(self.phases):
-            if ph.predicted_bytes_per_step is not None:
-                got = ph.bytes_per_step(shapes)
+            if ph.wire is not None and ph.predicted_bytes_per_step is not None:
+                got = ph.bytes_per_step()
                 if got != ph.predicted_bytes_per_step:
                     out.append((i, ph.predicted_bytes_per_step, got))
         return out
@@ -124,8 +186,11 @@ def _parse_phases(doc: Mapping[str, Any], source: str) -> List[Phase]:
     unknown = set(doc) - _TOP_KEYS
     if unknown:
         raise ScheduleError(f"{source}: unknown key(s) {sorted(unknown)}")
-    if doc.get("schema_version") != 1:
-        raise ScheduleError(f"{source}: field 'schema_version' = {doc.get('schema_version')!r}, expected 1")
+    version = doc.get("schema_version")
+    if version not in (1, 2):
+        raise ScheduleError(f"{source}: field 'schema_version' = {version!r}, expected 1 or 2")
+    if version == 2 and not isinstance(doc.get("parameters"), list):
+        raise ScheduleError(f"{source}: format 2 needs 'parameters' (every parameter's name and shape)")
     if doc.get("kind") != "lgreco-schedule":
         raise ScheduleError(f"{source}: field 'kind' = {doc.get('kind')!r}, expected 'lgreco-schedule'")
     if "seed" in doc:
@@ -135,40 +200,51 @@ def _parse_phases(doc: Mapping[str, Any], source: str) -> List[Phase]:
         raise ScheduleError(f"{source}: field 'phases' must be a non-empty array")
     phases: List[Phase] = []
     for i, ph in enumerate(raw):
-        w = f"phases[{i}]"
-        if not isinstance(ph, dict):
-            raise ScheduleError(f"{source}: field '{w}' must be an object")
-        unknown = set(ph) - _PHASE_KEYS
-        if unknown:
-            raise ScheduleError(f"{source}: {w}: unknown key(s) {sorted(unknown)}")
-        start = _int(source, f"{w}.start_step", ph.get("start_step"))
-        end = ph.get("end_step")
-        if end is not None:
-            _int(source, f"{w}.end_step", end)
-            if end <= start:
-                raise ScheduleError(f"{source}: field '{w}.end_step' = {end}, expected > start_step {start}")
-        elif i != len(raw) - 1:
-            raise ScheduleError(f"{source}: field '{w}.end_step' is null but it is not the last phase")
-        if phases and start != phases[-1].end_step:
-            raise ScheduleError(f"{source}: field '{w}.start_step' = {start}, expected {phases[-1].end_step} "
-                                "(phases must be contiguous and in order)")
-        layers = ph.get("layers")
-        if not isinstance(layers, dict) or not layers:
-            raise ScheduleError(f"{source}: field '{w}.layers' must be a non-empty object")
-        parsed = {name: parse_method(m, f"{source}: {w}.layers['{name}']") for name, m in layers.items()}
-        pred = ph.get("predicted") or {}
-        if not isinstance(pred, dict):
-            raise ScheduleError(f"{source}: field '{w}.predicted' must be an object")
-        pb = pred.get("bytes_per_step")
-        if isinstance(pb, float) and pb.is_integer():
-            pb = int(pb)  # the schema types byte counts as JSON numbers; 77528.0 is 77528
-        if pb is not None:
-            _int(source, f"{w}.predicted.bytes_per_step", pb)
-        label = ph.get("label", "")
-        if not isinstance(label, str):
-            raise ScheduleError(f"{source}: field '{w}.label' = {label!r}, expected a string")
-        phases.append(Phase(start, end, label, parsed, pb))
+        phases.append(_parse_phase(ph, i, len(raw), phases[-1] if phases else None, version, source))
     return phases
+
+
+def _parse_phase(ph: Any, i: int, count: int, prev: Optional[Phase], version: int, source: str) -> Phase:
+    """Phase i of `count`, following `prev` (None for the first)."""
+    w = f"phases[{i}]"
+    if not isinstance(ph, dict):
+        raise ScheduleError(f"{source}: field '{w}' must be an object")
+    unknown = set(ph) - _PHASE_KEYS
+    if unknown:
+        raise ScheduleError(f"{source}: {w}: unknown key(s) {sorted(unknown)}")
+    start = _int(source, f"{w}.start_step", ph.get("start_step"))
+    end = ph.get("end_step")
+    if end is not None:
+        _int(source, f"{w}.end_step", end)
+        if end <= start:
+            raise ScheduleError(f"{source}: field '{w}.end_step' = {end}, expected > start_step {start}")
+    elif i != count - 1:
+        raise ScheduleError(f"{source}: field '{w}.end_step' is null but it is not the last phase")
+    if prev is not None and start != prev.end_step:
+        raise ScheduleError(f"{source}: field '{w}.start_step' = {start}, expected {prev.end_step} "
+                            "(phases must be contiguous and in order)")
+    layers = ph.get("layers")
+    if not isinstance(layers, dict) or not layers:
+        raise ScheduleError(f"{source}: field '{w}.layers' must be a non-empty object")
+    parsed = {name: parse_method(m, f"{source}: {w}.layers['{name}']") for name, m in layers.items()}
+    pred = ph.get("predicted") or {}
+    if not isinstance(pred, dict):
+        raise ScheduleError(f"{source}: field '{w}.predicted' must be an object")
+    pb = pred.get("bytes_per_step")
+    if isinstance(pb, float) and pb.is_integer():
+        pb = int(pb)  # the schema types byte counts as JSON numbers; 77528.0 is 77528
+    if pb is not None:
+        _int(source, f"{w}.predicted.bytes_per_step", pb)
+    label = ph.get("label", "")
+    if not isinstance(label, str):
+        raise ScheduleError(f"{source}: field '{w}.label' = {label!r}, expected a string")
+    wire = ph.get("wire")
+    if version == 2:
+        if wire is not None and (not isinstance(wire, dict) or set(wire) != set(parsed)):
+            raise ScheduleError(f"{source}: field '{w}.wire' must give the wire plan of every parameter of the phase")
+    elif wire is not None:
+        raise ScheduleError(f"{source}: field '{w}.wire' needs schema_version 2")
+    return Phase(start, end, label, parsed, pb, wire)
 
 
 def make_schedule(phases: Sequence[Tuple[int, Optional[int], str, Mapping[str, Mapping[str, Any]]]],
@@ -178,18 +254,27 @@ def make_schedule(phases: Sequence[Tuple[int, Optional[int], str, Mapping[str, M
                   phase_errors: Optional[Sequence[Optional[float]]] = None,
                   uniform_bytes_per_step: Optional[int] = None, uniform_total_error: float = 0.0,
                   config: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
-    """Builds a schedule document that follows schemas/schedule.schema.json. Phases are given as
-    (start, end, label, {name: method json}); every phase's predicted.bytes_per_step is computed
-    from the wire-byte contract; the summary describes the last phase."""
+    """Builds a format-2 schedule document (schemas/schedule.schema.json). Phases are given as
+    (start, end, label, {name: method json}); every parameter's wire plan, and from them every
+    phase's predicted.bytes_per_step, come from the C++ registry (native module); `shapes` lists the
+    parameters in model order. The summary describes the last phase."""
     out_phases = []
     for k, (start, end, label, layers) in enumerate(phases):
         parsed = {n: parse_method(layers[n], f"phase '{label}' layer '{n}'") for n in shapes}
-        bps = sum(wire_bytes(parsed[n], shapes[n]) for n in shapes)
+        wire = {}
+        for n in shapes:
+            w = native.wire_plan(parsed[n].to_json(), shapes[n], None)
+            st = native.wire_stages(parsed[n].to_json(), shapes[n], start, end)
+            if any(stage["plan"] != w for stage in st):
+                w["stages"] = st
+            wire[n] = w
+        bps = sum(int(w["bytes"]) for w in wire.values())
         pred: Dict[str, Any] = {"bytes_per_step": bps}
         if phase_errors is not None and phase_errors[k] is not None:
             pred["total_error"] = float(phase_errors[k])
         out_phases.append({"start_step": start, "end_step": end, "label": label,
-                           "layers": {n: parsed[n].to_json() for n in shapes}, "predicted": pred})
+                           "layers": {n: native.method_json(parsed[n].to_json()) for n in shapes},
+                           "predicted": pred, "wire": wire})
     unc = sum(4 * math.prod(s) for s in shapes.values())
     last = out_phases[-1]["predicted"]
     ub = uniform_bytes_per_step if uniform_bytes_per_step is not None else last["bytes_per_step"]
@@ -202,7 +287,9 @@ def make_schedule(phases: Sequence[Tuple[int, Optional[int], str, Mapping[str, M
                  "step_time_s": None, "uniform_step_time_s": None, "uncompressed_step_time_s": None}
     bucket_docs = [{"index": i, "params": list(ns), "size_bytes": sum(4 * math.prod(shapes[n]) for n in ns)}
                    for i, ns in enumerate(buckets or [])]
-    return {"schema_version": 1, "kind": "lgreco-schedule", "model": model, "world_size": world_size,
-            "family": family, "engine": engine, "seed": seed, "phases": out_phases, "buckets": bucket_docs,
+    return {"schema_version": 2, "kind": "lgreco-schedule", "model": model, "world_size": world_size,
+            "family": family, "engine": engine, "seed": seed,
+            "parameters": [{"name": n, "shape": list(shapes[n])} for n in shapes],
+            "phases": out_phases, "buckets": bucket_docs,
             "predicted": predicted, "config": dict(config or {}),
             "provenance": {"tool": "lgreco-python", "producer": "lgreco.make_schedule"}}

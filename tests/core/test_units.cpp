@@ -43,7 +43,8 @@ TEST_CASE("bandwidths parse to bytes per second; bits are divided by 8") {
   CHECK(parse_bandwidth_Bps("12GBps") == Approx(12e9));
   CHECK(parse_bandwidth_Bps("12GB/s") == Approx(12e9));
   CHECK(parse_bandwidth_Bps("100Mbps") == Approx(12.5e6));
-  CHECK(parse_bandwidth_Bps("1e9") == Approx(1e9));
+  CHECK(parse_bandwidth_Bps("1e9Bps") == Approx(1e9));
+  CHECK_THROWS_WITH(parse_bandwidth_Bps("10"), Catch::Contains("needs a unit"));  // 10 what?
   CHECK_THROWS_AS(parse_bandwidth_Bps("0Gbps"), lgreco::ConfigError);
   CHECK_THROWS_AS(parse_bandwidth_Bps("25Gbsp"), lgreco::ConfigError);
   CHECK(gbps_to_Bps(Bps_to_gbps(123.0)) == Approx(123.0));

@@ -63,19 +63,24 @@ TEST_CASE("error feedback: e_new == acc − c bitwise, acc == g + e, for every m
       if (spec.method == Method::kNone || spec.method == Method::kTopK ||
           (spec.method == Method::kRandomK && !spec.randomk.scaled))
         for (std::size_t i = 0; i < g.size(); ++i) REQUIRE(same_bits(rec[i] + e[i], acc[i]));
-      // The reported size equals the formula (data-independent cases) and the collective matches.
-      const WireSize w = wire_size(spec, shape, g.size());
+      // The reported size is the registry's for the shape and step, for every method and setting
+      // (data-dependent codes are padded to their worst case); the code itself never exceeds it.
+      const WireSize w = wire_size(spec, shape, step);
       CHECK(info.wire.collective == w.collective);
+      CHECK(info.wire.bytes == w.bytes);
+      CHECK(info.wire.allreduce_round_bytes == w.allreduce_round_bytes);
+      CHECK(info.wire.allgather_bytes == w.allgather_bytes);
+      CHECK(info.coded_bytes <= info.wire.bytes);
       const bool data_dependent = (spec.method == Method::kTopK && (spec.topk.selection == TopkSelection::kDgc ||
                                                                      spec.topk.encoding == TopkEncoding::kDelta)) ||
                                   (spec.method == Method::kQsgd && spec.qsgd.encoding == QsgdEncoding::kElias);
-      if (!data_dependent) CHECK(info.wire.bytes == w.bytes);
+      if (!data_dependent) CHECK(info.coded_bytes == info.wire.bytes);
       CHECK(info.wire.bytes == info.wire.allreduce_round_bytes[0] + info.wire.allreduce_round_bytes[1] + info.wire.allgather_bytes);
     }
   }
 }
 
-TEST_CASE("data-dependent sizes: top-k delta/DGC and QSGD Elias follow their formulas", "[wire]") {
+TEST_CASE("data-dependent codes: top-k delta/DGC and QSGD Elias lengths follow their formulas, the wire their bound", "[wire]") {
   const auto g = make_input(5000, Dist::kNormal, 4);
   LayerContext ctx;
   ctx.name = "x";
@@ -95,7 +100,9 @@ TEST_CASE("data-dependent sizes: top-k delta/DGC and QSGD Elias follow their for
       prev = idx[j];
     }
     CHECK(info.encoding == TopkEncoding::kDelta);
-    CHECK(info.wire.bytes == 4 * 100 + (bits + 7) / 8);
+    CHECK(info.coded_bytes == 4 * 100 + (bits + 7) / 8);
+    CHECK(info.wire.bytes == 4 * 100 + (delta_bound_bits(5000, 100) + 7) / 8);
+    CHECK(info.coded_bytes <= info.wire.bytes);
   }
   {
     auto c = make_compressor(parse_method("topk", {{"density", "0.02"}, {"selection", "dgc"}}));
@@ -104,7 +111,8 @@ TEST_CASE("data-dependent sizes: top-k delta/DGC and QSGD Elias follow their for
     const auto kept = static_cast<std::uint64_t>(std::count_if(out.begin(), out.end(), [](float v) { return v != 0.0f; }));
     CHECK(info.kept == kept);
     CHECK(kept <= 100);
-    CHECK(info.wire.bytes == std::min(8 * kept, (5000 + 7) / 8 + 4 * kept));
+    CHECK(info.coded_bytes == std::min(8 * kept, (5000 + 7) / 8 + 4 * kept));
+    CHECK(info.wire.bytes == std::min<std::uint64_t>(8 * 100, (5000 + 7) / 8 + 4 * 100));  // padded to k = 100
   }
   {
     auto c = make_compressor(parse_method("qsgd", {{"levels", "3"}, {"encoding", "elias"}, {"bucket_size", "1000"}}));
@@ -121,7 +129,9 @@ TEST_CASE("data-dependent sizes: top-k delta/DGC and QSGD Elias follow their for
         bits += 2 * static_cast<std::uint64_t>(std::floor(std::log2(static_cast<double>(xi + 1)))) + 1 + (xi ? 1 : 0);
       }
     }
-    CHECK(info.wire.bytes == (bits + 7) / 8 + 4 * 5);
+    CHECK(info.coded_bytes == (bits + 7) / 8 + 4 * 5);
+    // On the wire: 5000 codes of the longest length, 2·floor(log2 4) + 2 = 6 bits, and 5 norms.
+    CHECK(info.wire.bytes == (5000 * 6 + 7) / 8 + 4 * 5);
   }
 }
 
@@ -221,7 +231,8 @@ TEST_CASE("zero-length and all-zero layers work for every method", "[edge]") {
     ctx.name = "empty";
     std::vector<float> none;
     const CompressInfo i0 = c->compress(none, none, st, ctx);
-    CHECK(i0.wire.bytes == wire_size(spec, {}, 0).bytes);
+    const std::vector<std::int64_t> zero = {0};
+    CHECK(i0.wire.bytes == wire_size(spec, zero).bytes);
     for (std::uint64_t n : {1ull, 15ull, 16ull, 1000ull, 4096ull}) {
       const std::vector<float> z(n, 0.0f);
       std::vector<float> out(n, 1.0f);

@@ -5,6 +5,10 @@
 #include "kernels/method.hpp"
 #include "kernels/method_json.hpp"
 
+#include <algorithm>
+#include <climits>
+#include <set>
+
 using namespace lgreco;
 using namespace lgreco::kernels;
 
@@ -88,4 +92,100 @@ TEST_CASE("resolved parameters round-trip through parse and JSON", "[method]") {
   CHECK_THROWS_AS(method_from_json(nlohmann::json{{"method", "topk"}, {"parms", nlohmann::json::object()}}), ConfigError);
   CHECK_THROWS_WITH(method_from_json(nlohmann::json{{"method", "topk"}, {"params", {{"density", nlohmann::json::array()}}}}, "sched.json: layers.fc"),
                     Catch::Contains("sched.json: layers.fc"));
+}
+
+TEST_CASE("registry: every parameter's default, range ends and choices parse as the table says", "[method][registry]") {
+  std::set<std::string> names;
+  for (const MethodInfo& m : methods()) {
+    CAPTURE(m.name);
+    CHECK(names.insert(m.name).second);
+    CHECK(method_from_name(m.name) == m.method);
+    CHECK(&method_info(m.method) == &m);
+    MethodSpec defaults;
+    defaults.method = m.method;
+    CHECK(parse_method(m.name) == defaults);
+    if (std::string(m.planned_param).size()) CHECK(find_param(m, m.planned_param) != nullptr);
+    for (const ParamInfo& p : m.params) {
+      CAPTURE(p.name);
+      auto parses = [&](const std::string& v) {
+        try {
+          parse_method(m.name, {{p.name, v}});
+          return true;
+        } catch (const ConfigError&) {
+          return false;
+        }
+      };
+      if (p.get) CHECK(parse_method(m.name, {{p.name, value_text(p.get(defaults))}}) == defaults);
+      switch (p.type) {
+        case ParamType::kInt:
+          CHECK(parses(std::to_string(p.int_min)));
+          CHECK(parses(std::to_string(p.int_max)));
+          if (p.int_min > INT64_MIN) CHECK_FALSE(parses(std::to_string(p.int_min - 1)));
+          if (p.int_max < INT64_MAX) CHECK_FALSE(parses(std::to_string(p.int_max + 1)));
+          CHECK_FALSE(parses("1.5"));
+          break;
+        case ParamType::kReal: {
+          CHECK(parses(value_text(p.real_min)) == !p.min_open);
+          CHECK(parses(value_text(p.real_max)) == !p.max_open);
+          CHECK_FALSE(parses(value_text(p.real_max * 2 + 1)));
+          CHECK_FALSE(parses("nan"));
+          CHECK_FALSE(parses("inf"));
+          break;
+        }
+        case ParamType::kBool:
+          CHECK(parses("true"));
+          CHECK(parses("false"));
+          CHECK_FALSE(parses("yes"));
+          break;
+        case ParamType::kChoice:
+          for (const char* c : p.choices) {
+            const MethodSpec s = parse_method(m.name, {{p.name, c}});
+            CHECK(value_text(p.get(s)) == c);
+          }
+          CHECK_FALSE(parses("no-such-choice"));
+          break;
+      }
+      if (p.alias_for) {
+        CHECK(p.get == nullptr);
+        REQUIRE(find_param(m, p.alias_for) != nullptr);
+        CHECK_FALSE([&] {
+          try {
+            parse_method(m.name, {{p.name, std::to_string(p.int_min)}, {p.alias_for, "1"}});
+            return true;
+          } catch (const ConfigError&) {
+            return false;
+          }
+        }());
+        // Resolved parameters never carry the alias.
+        for (const auto& [k, v] : resolved_params(defaults)) CHECK(k != p.name);
+      }
+    }
+  }
+  CHECK(methods().size() == 11);
+}
+
+TEST_CASE("registry document: every method and parameter, alias values from the parser", "[method][registry]") {
+  const nlohmann::json doc = registry_to_json();
+  REQUIRE(doc["methods"].size() == methods().size());
+  for (std::size_t i = 0; i < methods().size(); ++i) {
+    const MethodInfo& m = methods()[i];
+    const nlohmann::json& j = doc["methods"][i];
+    CHECK(j["name"] == m.name);
+    CHECK(j["collective"] == to_string(m.collective));
+    CHECK(j["params"].size() == m.params.size());
+  }
+  const auto& qsgd = doc["methods"][static_cast<int>(Method::kQsgd)];
+  const auto bits = std::find_if(qsgd["params"].begin(), qsgd["params"].end(), [](const auto& p) { return p["name"] == "bits"; });
+  REQUIRE(bits != qsgd["params"].end());
+  CHECK((*bits)["alias_for"] == "levels");
+  CHECK((*bits)["alias_values"]["4"] == 7);
+  CHECK((*bits)["alias_values"]["16"] == 32767);
+}
+
+TEST_CASE("describe shows the planned parameter and every non-default one", "[method]") {
+  CHECK(describe(parse_method("powersgd")) == "powersgd rank=4");
+  CHECK(describe(parse_method("powersgd", {{"rank", "2"}, {"power_iterations", "2"}})) == "powersgd rank=2 power_iterations=2");
+  CHECK(describe(parse_method("qsgd", {{"bits", "8"}})) == "qsgd levels=127");
+  CHECK(describe(parse_method("none")) == "none");
+  CHECK(describe(parse_method_text("topk:density=0.1,encoding=pairs")) == "topk density=0.1 encoding=pairs");
 }

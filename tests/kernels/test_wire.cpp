@@ -9,6 +9,7 @@
 #include "kernels/wire.hpp"
 #include "test_util.hpp"
 
+using namespace lgreco;
 using namespace lgreco::kernels;
 
 namespace {
@@ -27,7 +28,7 @@ TEST_CASE("wire size of every data-independent method equals its formula", "[wir
   for (std::uint64_t n : {0ull, 1ull, 7ull, 15ull, 16ull, 17ull, 1000ull, 1025ull, 65537ull}) {
     CAPTURE(n);
     const std::vector<std::int64_t> shape = {static_cast<std::int64_t>(n)};
-    auto ws = [&](const char* m, ParamList p = {}) { return wire_size(parse_method(m, p), shape, n); };
+    auto ws = [&](const char* m, ParamList p = {}) { return wire_size(parse_method(m, p), shape); };
     CHECK(ws("none").bytes == 4 * n);
     CHECK(ws("fp16").bytes == 2 * n);
     CHECK(ws("bf16").bytes == 2 * n);
@@ -75,6 +76,77 @@ TEST_CASE("Elias-gamma delta bits are the sum of the gap code lengths", "[wire]"
   CHECK(elias_gamma_bits(15) == 7);
 }
 
+namespace {
+// The largest Σ gamma_len over every set of k strictly increasing indices in [0, n), by brute force.
+std::uint64_t brute_delta_bound(std::uint32_t n, std::uint32_t k) {
+  std::uint64_t best = 0;
+  std::vector<std::uint32_t> idx(k);
+  for (std::uint32_t mask = 0; mask < (1u << n); ++mask) {
+    if (static_cast<std::uint32_t>(__builtin_popcount(mask)) != k) continue;
+    std::uint32_t j = 0;
+    for (std::uint32_t i = 0; i < n; ++i)
+      if (mask & (1u << i)) idx[j++] = i;
+    best = std::max(best, delta_gamma_bits(idx));
+  }
+  return best;
+}
+}  // namespace
+
+TEST_CASE("the delta encoding is padded to the largest code of any k indices", "[wire]") {
+  // Every set of k indices out of n ≤ 14, checked exhaustively against the closed form.
+  for (std::uint32_t n = 1; n <= 14; ++n) {
+    for (std::uint32_t k = 1; k <= n; ++k) {
+      CAPTURE(n, k);
+      CHECK(delta_bound_bits(n, k) == brute_delta_bound(n, k));
+    }
+  }
+  CHECK(delta_bound_bits(1000, 0) == 0);
+  // The wire size of delta is that bound, for every step and data: k = 10 of N = 1000.
+  const MethodSpec d = parse_method("topk", {{"encoding", "delta"}, {"density", "0.01"}});
+  const std::vector<std::int64_t> shape = {1000};
+  CHECK(wire_size(d, shape).bytes == 4 * 10 + cdiv(delta_bound_bits(1000, 10), 8));
+  // Equal gaps of 100 give 10 × gamma_len(100) = 130 bits, but five gaps of 128 and five of 64
+  // (960 ≤ 1000) give 5 × 15 + 5 × 13 = 140: the bound.
+  CHECK(delta_bound_bits(1000, 10) == 140);
+}
+
+TEST_CASE("QSGD Elias codes are padded to the longest code; never below fixed width", "[wire]") {
+  for (int s : {1, 2, 3, 7, 8, 127, 32767}) {
+    // Longest code: level ξ = s → gamma(ξ + 1) + a sign bit.
+    const auto longest = elias_gamma_bits(static_cast<std::uint64_t>(s) + 1) + 1;
+    CAPTURE(s);
+    CHECK(static_cast<std::uint64_t>(qsgd_elias_max_bits(s)) == longest);
+    CHECK(qsgd_elias_max_bits(s) >= qsgd_code_bits(s));
+    const MethodSpec q = parse_method("qsgd", {{"levels", std::to_string(s)}, {"encoding", "elias"}, {"bucket_size", "100"}});
+    const std::vector<std::int64_t> shape = {1001};
+    CHECK(wire_size(q, shape).bytes == cdiv(1001 * longest, 8) + 4 * cdiv(1001, 100));
+  }
+}
+
+TEST_CASE("wire stages follow the DGC warm-up and are one stage otherwise", "[wire]") {
+  const std::vector<std::int64_t> shape = {4096};
+  const MethodSpec warm = parse_method("topk", {{"density", "0.001"}, {"warmup_steps", "10"}, {"encoding", "pairs"}});
+  const auto st = wire_stages(warm, shape, 5, std::nullopt);
+  // Densities 25 %, 6.25 %, 1.5625 %, 0.390625 % for steps [5,10), [10,20), [20,30), [30,40), then 0.1 %.
+  REQUIRE(st.size() == 5);
+  const std::vector<std::uint64_t> starts = {5, 10, 20, 30, 40};
+  const std::vector<double> dens = {0.25, 0.0625, 0.015625, 0.00390625, 0.001};
+  for (std::size_t i = 0; i < st.size(); ++i) {
+    CAPTURE(i);
+    CHECK(st[i].from_step == starts[i]);
+    CHECK(st[i].plan.k == k_of(4096, dens[i]));
+    CHECK(st[i].plan.size.bytes == 8 * k_of(4096, dens[i]));
+    if (i + 1 < st.size()) CHECK(st[i].to_step == starts[i + 1]);
+  }
+  CHECK_FALSE(st.back().to_step.has_value());
+  // A closed range cuts the stages; other methods have one stage.
+  const auto cut = wire_stages(warm, shape, 12, 25);
+  REQUIRE(cut.size() == 2);
+  CHECK(cut[0].from_step == 12);
+  CHECK(cut[1].to_step == 25);
+  CHECK(wire_stages(parse_method("powersgd"), shape, 0, std::nullopt).size() == 1);
+}
+
 TEST_CASE("PowerSGD compressibility rule and round split", "[wire][powersgd]") {
   const MethodSpec p = parse_method("powersgd");  // rank 4, rate 2
   struct Case {
@@ -87,9 +159,9 @@ TEST_CASE("PowerSGD compressibility rule and round split", "[wire][powersgd]") {
     const std::uint64_t n = static_cast<std::uint64_t>(shape[0]), m = numel / n;
     const std::uint64_t r = std::min<std::uint64_t>({n, m, 4});
     const bool compress = (n + m) * r * 2 < n * m;
-    const WireSize w = wire_size(p, shape, numel);
+    const WireSize w = wire_size(p, shape);
     CAPTURE(n, m, r, compress);
-    CHECK(powersgd_view(shape, numel, p.powersgd).compressed == compress);
+    CHECK(powersgd_view(shape, p.powersgd).compressed == compress);
     if (compress) {
       CHECK(w.allreduce_round_bytes[0] == 4 * r * n);
       CHECK(w.allreduce_round_bytes[1] == 4 * r * m);
@@ -119,13 +191,13 @@ TEST_CASE("PowerSGD ratios of the CIFAR ResNet-18 match the PowerSGD paper (243x
   shapes.push_back({10, 512});
   shapes.push_back({10});
   std::uint64_t total = 0;
-  for (const auto& s : shapes) total += shape_numel(s);
+  for (const auto& s : shapes) total += wire_numel(s);
   REQUIRE(total == 11173962);
   const std::vector<std::pair<int, double>> paper = {{1, 243}, {2, 136}, {4, 72}};
   for (const auto& [rank, ratio] : paper) {
     std::uint64_t bytes = 0;
     const MethodSpec p = parse_method("powersgd", {{"rank", std::to_string(rank)}});
-    for (const auto& s : shapes) bytes += wire_size(p, s, shape_numel(s)).bytes;
+    for (const auto& s : shapes) bytes += wire_size(p, s).bytes;
     const double got = 4.0 * static_cast<double>(total) / static_cast<double>(bytes);
     CAPTURE(rank, got);
     CHECK(std::round(got) == ratio);  // the paper reports whole ratios

@@ -7,6 +7,7 @@
 #include "network_models/collectives.hpp"
 #include "network_models/presets.hpp"
 
+using namespace lgreco;
 using namespace lgreco::net;
 
 namespace {
@@ -25,32 +26,33 @@ Topology uniform_ring(int n, double bw_GBps) {
 TEST_CASE("one rank and zero bytes cost nothing", "[collectives]") {
   const Topology t = preset_topology("dgx-a100");
   const CollectiveModel one(t, 1, default_params(t, 1));
-  CHECK(one.best(CollectiveKind::kAllreduce, 1e9).time_s == 0);
+  CHECK(one.best(Collective::kAllreduce, 1e9).time_s == 0);
   const CollectiveModel eight(t, 8, default_params(t, 8));
-  CHECK(eight.best(CollectiveKind::kAllgather, 0).time_s == 0);
+  CHECK(eight.best(Collective::kAllgather, 0).time_s == 0);
 }
 
 TEST_CASE("ring Simple time matches the closed form on a uniform ring", "[collectives]") {
   for (int n : {2, 3, 8}) {
     const Topology t = uniform_ring(n, 100);
-    const ModelParams p = default_params(t, n);
+    const ModelParams p = nccl_params(t, n);
     const CollectiveModel m(t, n, p);
     const double s = 1e8;
     // t = base + 2(n−1)·hop + S / (B · n / (2(n−1))), B = 100 GB/s, NVLink Simple constants.
     const double expect = 8.4e-6 + 2 * (n - 1) * 3.4e-6 + s / (100e9 * n / (2.0 * (n - 1)));
     CAPTURE(n);
-    CHECK(m.evaluate(CollectiveKind::kAllreduce, Algorithm::kRing, Protocol::kSimple, s)->time_s == Approx(expect).epsilon(1e-12));
+    CHECK(m.evaluate(Collective::kAllreduce, Algorithm::kRing, Protocol::kSimple, s)->time_s == Approx(expect).epsilon(1e-12));
   }
 }
 
 TEST_CASE("time is monotone in size and more bandwidth never slows a collective", "[collectives]") {
   std::mt19937_64 rng(7);
-  for (const char* name : {"dgx-a100", "hgx-h200", "pcie-8x-rtx3090", "4x8xA100-4x100G", "8x8xV100-25GbE"}) {
+  for (const char* name : {"dgx-a100", "hgx-h200", "pcie-8x-rtx3090", "4x8xA100-4x100G", "8x8xV100-25GbE", "4x8xB200-8x400G-efa",
+                           "2x8xH20-8x400G", "1x4xRTX4090-1x100G"}) {
     const Topology t = preset_topology(name);
     const int n = t.gpus();
     const CollectiveModel m(t, n, default_params(t, n));
     for (int ci = 0; ci < 4; ++ci) {
-      const auto c = static_cast<CollectiveKind>(ci);
+      const auto c = static_cast<Collective>(ci);
       double prev = 0;
       for (double s = 1; s < 4e10; s *= 1.7) {
         const double now = m.best(c, s).time_s;
@@ -65,7 +67,7 @@ TEST_CASE("time is monotone in size and more bandwidth never slows a collective"
     const CollectiveModel f(faster, n, default_params(faster, n));
     for (double s : {1e3, 1e6, 1e8, 1e10}) {
       CAPTURE(name, s);
-      CHECK(f.best(CollectiveKind::kAllreduce, s).time_s <= m.best(CollectiveKind::kAllreduce, s).time_s * (1 + 1e-12));
+      CHECK(f.best(Collective::kAllreduce, s).time_s <= m.best(Collective::kAllreduce, s).time_s * (1 + 1e-12));
     }
   }
 }
@@ -74,12 +76,26 @@ TEST_CASE("allgather with unequal payloads is padded to the largest", "[collecti
   const Topology t = preset_topology("dgx-a100");
   const CollectiveModel m(t, 8, default_params(t, 8));
   std::vector<double> payload{10, 2000, 5, 0, 7, 1000, 3, 9};
-  CHECK(m.allgather_padded(payload).time_s == m.best(CollectiveKind::kAllgather, 8 * 2000).time_s);
+  CHECK(m.allgather_padded(payload).time_s == m.best(Collective::kAllgather, 8 * 2000).time_s);
   CHECK_THROWS(m.allgather_padded({1, 2}));
 }
 
 TEST_CASE("NetworkCost: allgather of per-rank payloads is n times the per-rank size", "[collectives]") {
   const Topology t = preset_topology("hgx-h100");
   NetworkCost cost(CollectiveModel(t, 8, default_params(t, 8)));
-  CHECK(cost.time_s(lgreco::sim::Collective::kAllgather, 1e6) == cost.model().best(CollectiveKind::kAllgather, 8e6).time_s);
+  CHECK(cost.time_s(lgreco::Collective::kAllgather, 1e6) == cost.model().best(Collective::kAllgather, 8e6).time_s);
+  CHECK(cost.time_s(lgreco::Collective::kAllreduce, 1e6) == cost.model().best(Collective::kAllreduce, 1e6).time_s);
+  CHECK(cost.time_s(lgreco::Collective::kReduceScatter, 1e6) == cost.model().best(Collective::kReduceScatter, 1e6).time_s);
+}
+
+TEST_CASE("RingCost: the closed-form ring of its header", "[collectives]") {
+  // α = 5 µs, β = 1 GB/s, p = 4, 1 MB per rank: allreduce 2·3·α + 2·3/4·S/β, allgather 3·α + 3·S/β.
+  const lgreco::net::RingCost ring(5e-6, 1e9, 4);
+  CHECK(ring.time_s(lgreco::Collective::kAllreduce, 1e6) == Approx(6 * 5e-6 + 1.5 * 1e-3).epsilon(1e-12));
+  CHECK(ring.time_s(lgreco::Collective::kAllgather, 1e6) == Approx(3 * 5e-6 + 3 * 1e-3).epsilon(1e-12));
+  CHECK(ring.time_s(lgreco::Collective::kReduceScatter, 1e6) == Approx(3 * 5e-6 + 0.75 * 1e-3).epsilon(1e-12));
+  CHECK(ring.time_s(lgreco::Collective::kAllreduce, 0) == 0);
+  CHECK(lgreco::net::RingCost(5e-6, 1e9, 1).time_s(lgreco::Collective::kAllreduce, 1e6) == 0);
+  CHECK_THROWS_AS(lgreco::net::RingCost(5e-6, 0, 4), lgreco::ConfigError);
+  CHECK_THROWS_AS(lgreco::net::RingCost(-1, 1e9, 4), lgreco::ConfigError);
 }

@@ -9,6 +9,7 @@
 #include "network_models/presets.hpp"
 #include "tests/network_models/support.hpp"
 
+using namespace lgreco;
 using namespace lgreco::net;
 
 namespace {
@@ -23,16 +24,16 @@ constexpr double kMiB = 1048576.0;
 TEST_CASE("fit on even rows of the A100 sweep predicts the odd rows", "[fit]") {
   const auto run = load_nccl_tests(testing::a100_sweep());
   REQUIRE(run.ranks == 8);
-  REQUIRE(run.collective == CollectiveKind::kAllreduce);
+  REQUIRE(run.collective == Collective::kAllreduce);
   std::vector<NcclTestsPoint> even, odd;
   for (std::size_t i = 0; i < run.points.size(); ++i) (i % 2 == 0 ? even : odd).push_back(run.points[i]);
   const Topology t = preset_topology("dgx-a100");
-  const FitResult fit = fit_model(t, 8, CollectiveKind::kAllreduce, even);
+  const FitResult fit = fit_model(t, 8, Collective::kAllreduce, even);
   const CollectiveModel fitted(t, 8, fit.params);
-  const CollectiveModel preset(t, 8, default_params(t, 8));
-  const auto held = compare(fitted, CollectiveKind::kAllreduce, odd);
-  const auto uncal = compare(preset, CollectiveKind::kAllreduce, odd);
-  std::printf("\n%12s %12s %12s %9s %-14s %12s %9s\n", "size_bytes", "measured_us", "fitted_us", "err_%", "pick", "preset_us", "err_%");
+  const CollectiveModel preset(t, 8, nccl_params(t, 8));  // NCCL's own model, for comparison
+  const auto held = compare(fitted, Collective::kAllreduce, odd);
+  const auto uncal = compare(preset, Collective::kAllreduce, odd);
+  std::printf("\n%12s %12s %12s %9s %-14s %12s %9s\n", "size_bytes", "measured_us", "fitted_us", "err_%", "pick", "nccl_us", "err_%");
   for (std::size_t i = 0; i < held.size(); ++i) {
     const auto& h = held[i];
     std::printf("%12.0f %12.1f %12.1f %9.1f %-14s %12.1f %9.1f\n", h.size_bytes, h.measured_s * 1e6, h.predicted_s * 1e6,
@@ -52,22 +53,22 @@ TEST_CASE("NCCL-tuning selection: uncalibrated it is the fastest pick; calibrate
   std::vector<NcclTestsPoint> even, odd;
   for (std::size_t i = 0; i < run.points.size(); ++i) (i % 2 == 0 ? even : odd).push_back(run.points[i]);
   const Topology t = preset_topology("dgx-a100");
-  ModelParams tuned = default_params(t, 8);
+  ModelParams tuned = nccl_params(t, 8);
   tuned.selection = Selection::kNcclTuning;
-  const CollectiveModel fast(t, 8, default_params(t, 8)), nccl(t, 8, tuned);
+  const CollectiveModel fast(t, 8, nccl_params(t, 8)), nccl(t, 8, tuned);
   for (double s = 1024; s < 2e10; s *= 3.1) {
     CAPTURE(s);
-    const Choice a = fast.best(CollectiveKind::kAllreduce, s), b = nccl.best(CollectiveKind::kAllreduce, s);
+    const Choice a = fast.best(Collective::kAllreduce, s), b = nccl.best(Collective::kAllreduce, s);
     CHECK(a.time_s == b.time_s);
     CHECK(a.protocol == b.protocol);
   }
-  const FitResult fit = fit_model(t, 8, CollectiveKind::kAllreduce, even, Selection::kNcclTuning);
+  const FitResult fit = fit_model(t, 8, Collective::kAllreduce, even, Selection::kNcclTuning);
   CHECK(fit.params.selection == Selection::kNcclTuning);
   const CollectiveModel fitted(t, 8, fit.params);
   std::printf("\nselection nccl-tuning, fitted on even rows:\n%12s %12s %12s %9s %s\n", "size_bytes", "measured_us", "fitted_us", "err_%", "pick");
   for (const auto& pt : run.points) {
-    const Choice ch = fitted.best(CollectiveKind::kAllreduce, pt.size_bytes);
-    const Choice pick0 = nccl.best(CollectiveKind::kAllreduce, pt.size_bytes);
+    const Choice ch = fitted.best(Collective::kAllreduce, pt.size_bytes);
+    const Choice pick0 = nccl.best(Collective::kAllreduce, pt.size_bytes);
     CAPTURE(pt.size_bytes);
     CHECK(ch.algorithm == pick0.algorithm);
     CHECK(ch.protocol == pick0.protocol);
@@ -85,13 +86,13 @@ TEST_CASE("NCCL-tuning selection: uncalibrated it is the fastest pick; calibrate
 TEST_CASE("the fit reproduces its own training rows and round-trips through JSON", "[fit]") {
   const auto run = load_nccl_tests(testing::a100_sweep());
   const Topology t = preset_topology("dgx-a100");
-  const FitResult fit = fit_model(t, 8, CollectiveKind::kAllreduce, run.points);
+  const FitResult fit = fit_model(t, 8, Collective::kAllreduce, run.points);
   CAPTURE(fit.rms_log_error, fit.max_abs_rel_error);
   CHECK(fit.rms_log_error < 0.10);
   const lgreco::Json doc = fit_to_json(fit, {{"source", "test"}}, {{"tool", "test"}});
   const ModelParams back = params_from_fit(doc, "fit.json", t, 8);
   const CollectiveModel a(t, 8, fit.params), b(t, 8, back);
-  for (double s : {4096.0, 1e6, 3e8}) CHECK(b.best(CollectiveKind::kAllreduce, s).time_s == Approx(a.best(CollectiveKind::kAllreduce, s).time_s).epsilon(1e-9));
+  for (double s : {4096.0, 1e6, 3e8}) CHECK(b.best(Collective::kAllreduce, s).time_s == Approx(a.best(Collective::kAllreduce, s).time_s).epsilon(1e-9));
   lgreco::Json bad = doc;
   bad["parameters"]["LL.bogus"] = 1;
   CHECK_THROWS_WITH(params_from_fit(bad, "fit.json", t, 8), Catch::Contains("LL.bogus"));
@@ -101,7 +102,7 @@ TEST_CASE("the fit reproduces its own training rows and round-trips through JSON
 TEST_CASE("calibrated form: LL additive, LL128/Simple pipelined behind one floor; monotone in size and bandwidth", "[fit]") {
   const auto run = load_nccl_tests(testing::a100_sweep());
   const Topology t = preset_topology("dgx-a100");
-  const FitResult fit = fit_model(t, 8, CollectiveKind::kAllreduce, run.points);
+  const FitResult fit = fit_model(t, 8, Collective::kAllreduce, run.points);
   const ModelParams& p = fit.params;
   CHECK_FALSE(p.proto[static_cast<int>(Protocol::kLL)].pipelined);
   CHECK(p.proto[static_cast<int>(Protocol::kLL128)].pipelined);
@@ -112,7 +113,7 @@ TEST_CASE("calibrated form: LL additive, LL128/Simple pipelined behind one floor
     CAPTURE(s);
     // Each protocol against its formula, from the entry's latency and asymptotic bandwidth.
     for (Protocol pr : {Protocol::kLL, Protocol::kLL128, Protocol::kSimple}) {
-      const auto ch = m.evaluate(CollectiveKind::kAllreduce, Algorithm::kRing, pr, s);
+      const auto ch = m.evaluate(Collective::kAllreduce, Algorithm::kRing, pr, s);
       REQUIRE(ch);
       const ProtocolParams& q = p.proto[static_cast<int>(pr)];
       const double transfer = s * (1 + (q.loss_bytes > 0 ? std::pow(q.loss_bytes / s, q.loss_exponent) : 0.0)) / ch->algbw_Bps;
@@ -127,13 +128,13 @@ TEST_CASE("calibrated form: LL additive, LL128/Simple pipelined behind one floor
   const CollectiveModel f(faster, 8, p);
   for (double s = 1; s < 4e10; s *= 1.3) {
     CAPTURE(s);
-    const double now = m.best(CollectiveKind::kAllreduce, s).time_s;
+    const double now = m.best(Collective::kAllreduce, s).time_s;
     CHECK(now >= prev);
     prev = now;
-    CHECK(f.best(CollectiveKind::kAllreduce, s).time_s <= now * (1 + 1e-12));
+    CHECK(f.best(Collective::kAllreduce, s).time_s <= now * (1 + 1e-12));
   }
-  // The uncalibrated preset stays NCCL's additive form.
-  const ModelParams d = default_params(t, 8);
+  // NCCL's own model (the prior of calibration) stays additive.
+  const ModelParams d = nccl_params(t, 8);
   for (const auto& q : d.proto) CHECK_FALSE(q.pipelined);
   CHECK(d.pipeline_floor_s == 0);
 }
@@ -141,7 +142,7 @@ TEST_CASE("calibrated form: LL additive, LL128/Simple pipelined behind one floor
 TEST_CASE("fit documents: pipelined protocols round-trip; old and malformed documents are refused", "[fit]") {
   const auto run = load_nccl_tests(testing::a100_sweep());
   const Topology t = preset_topology("dgx-a100");
-  const FitResult fit = fit_model(t, 8, CollectiveKind::kAllreduce, run.points);
+  const FitResult fit = fit_model(t, 8, Collective::kAllreduce, run.points);
   const lgreco::Json doc = fit_to_json(fit, {{"source", "test"}}, {{"tool", "test"}});
   CHECK(doc.at("schema_version") == 2);
   CHECK(doc.at("pipelined_protocols") == lgreco::Json::array({"LL128", "Simple"}));
@@ -165,7 +166,7 @@ TEST_CASE("fit documents: pipelined protocols round-trip; old and malformed docu
 TEST_CASE("two-fold held-out check on the A100 sweep, both directions within the bars", "[fit]") {
   const auto run = load_nccl_tests(testing::a100_sweep());
   const Topology t = preset_topology("dgx-a100");
-  const HoldoutCheck h = holdout_check(t, 8, CollectiveKind::kAllreduce, run.points);
+  const HoldoutCheck h = holdout_check(t, 8, Collective::kAllreduce, run.points);
   REQUIRE(h.even_to_odd.size() == 9);
   REQUIRE(h.odd_to_even.size() == 9);
   double worst = 0;
@@ -181,13 +182,13 @@ TEST_CASE("two-fold held-out check on the A100 sweep, both directions within the
   // Held out means held out: the even→odd half equals a fit on the even rows alone.
   std::vector<NcclTestsPoint> even;
   for (std::size_t i = 0; i < run.points.size(); i += 2) even.push_back(run.points[i]);
-  const CollectiveModel m(t, 8, fit_model(t, 8, CollectiveKind::kAllreduce, even).params);
-  for (const auto& p : h.even_to_odd) CHECK(p.predicted_s == m.best(CollectiveKind::kAllreduce, p.size_bytes).time_s);
+  const CollectiveModel m(t, 8, fit_model(t, 8, Collective::kAllreduce, even).params);
+  for (const auto& p : h.even_to_odd) CHECK(p.predicted_s == m.best(Collective::kAllreduce, p.size_bytes).time_s);
   // The fit document carries it and still reads back.
-  const FitResult all = fit_model(t, 8, CollectiveKind::kAllreduce, run.points);
+  const FitResult all = fit_model(t, 8, Collective::kAllreduce, run.points);
   const lgreco::Json doc = fit_to_json(all, {{"source", "test"}}, {{"tool", "test"}}, &h);
   CHECK(doc.at("holdout").at("even_to_odd").size() == 9);
   CHECK(doc.at("holdout").at("max_abs_error_pct").get<double>() == Approx(100 * worst));
   CHECK_NOTHROW(params_from_fit(doc, "fit.json", t, 8));
-  CHECK_THROWS_AS(holdout_check(t, 8, CollectiveKind::kAllreduce, {run.points.begin(), run.points.begin() + 3}), lgreco::InputError);
+  CHECK_THROWS_AS(holdout_check(t, 8, Collective::kAllreduce, {run.points.begin(), run.points.begin() + 3}), lgreco::InputError);
 }

@@ -3,6 +3,7 @@
 
 #include "network_models/presets.hpp"
 
+using namespace lgreco;
 using namespace lgreco::net;
 
 namespace {
@@ -69,4 +70,20 @@ TEST_CASE("NIC sharing: GPUs behind one PCIe switch share its NIC", "[topology]"
   CHECK_THROWS_WITH(preset_topology("4x8xQ100-4x100G"), Catch::Contains("Q100"));
   CHECK_THROWS_WITH(preset_topology("nonsense"), Catch::Contains("dgx-a100"));
   CHECK(preset_topology("8x8xV100-25GbE").transport == Transport::kSocket);
+}
+
+TEST_CASE("plugin transport: cluster suffix, JSON round trip and bad values", "[topology]") {
+  const Topology efa = preset_topology("4x8xB200-8x400G-efa");
+  CHECK(efa.transport == Transport::kPlugin);
+  CHECK(preset_topology("2x8xH100-8x200G-tcpxo").transport == Transport::kPlugin);
+  CHECK(preset_topology("2x8xH100-8x200G").transport == Transport::kRdma);
+  CHECK_THROWS_WITH(preset_topology("2x8xH100-1x25GbE-efa"), Catch::Contains("sockets"));
+  CHECK(topology_from_json(topology_to_json(efa), "again").transport == Transport::kPlugin);
+  auto doc = two_gpu_doc(50);
+  doc["transport"] = "carrier-pigeon";
+  CHECK_THROWS_WITH(topology_from_json(doc, "bad.json"), Catch::Contains("carrier-pigeon") && Catch::Contains("plugin"));
+  // GeForce GPUs have no PCIe peer-to-peer: their cluster hosts stage GPU-to-GPU traffic through a host bridge.
+  CHECK_FALSE(preset_topology("1x4xRTX4090-1x100G").p2p);
+  CHECK(preset_topology("2x2xL40S-1x400G").p2p);
+  CHECK(embed(preset_topology("1x4xRTX4090-1x100G"), 4).intra_class == LinkClass::kPcie);
 }

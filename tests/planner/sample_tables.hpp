@@ -1,5 +1,8 @@
 #pragma once
 // A small two-window tables document shared by the planner tests.
+#include <catch2/catch.hpp>
+
+#include "kernels/method.hpp"
 #include "planner/tables.hpp"
 
 namespace lgreco::planner::testing {
@@ -22,10 +25,9 @@ inline Tables sample_tables() {
       l.bucket = 0;
       l.backward_order = order++;
       for (int r = 1; r <= 4; ++r) {
-        Candidate c;
-        c.spec = normalize_method("powersgd", lgreco::Json{{"rank", r}}, "test");
-        c.error = (5.0 - r) * (w + 1) * (n == 64 ? 1.0 : 2.0);
-        c.bytes = 4.0 * r * (n + m);
+        const double error = (5.0 - r) * (w + 1) * (n == 64 ? 1.0 : 2.0);
+        const Candidate c = make_candidate(kernels::parse_method("powersgd", {{"rank", std::to_string(r)}}), l.shape, error);
+        REQUIRE(c.bytes == 4.0 * r * (n + m));  // compressible at every rank here: 4·r·(n + m)
         l.candidates.push_back(c);
       }
       l.default_index = 1;  // rank 2
@@ -38,10 +40,7 @@ inline Tables sample_tables() {
     b.kind = "bias";
     b.bucket = 1;
     b.backward_order = order;
-    Candidate none;
-    none.spec = normalize_method("none", lgreco::Json::object(), "test");
-    none.bytes = 1024;
-    b.candidates = {none};
+    b.candidates = {make_candidate(kernels::MethodSpec{}, b.shape, 0.0)};
     win.layers.push_back(b);
     t.windows.push_back(win);
   }

@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
-#include "planner/methods.hpp"
+#include "core/int_math.hpp"
+#include "kernels/wire.hpp"
 #include "traces/presets.hpp"
 
-using namespace lgreco::planner;
 
 namespace {
 
@@ -53,7 +53,7 @@ std::vector<std::vector<std::int64_t>> preset_shapes(const std::string& name) {
 double counted_elements(const std::vector<std::vector<std::int64_t>>& shapes, std::int64_t rank) {
   double sent = 0;
   for (const auto& s : shapes) {
-    const std::int64_t n = s[0], m = shape_numel(s) / n, r = std::min<std::int64_t>({n, m, rank});
+    const std::int64_t n = s[0], m = *lgreco::shape_numel(s) / n, r = std::min<std::int64_t>({n, m, rank});
     sent += (n + m) * r * 2 < n * m ? static_cast<double>(r * (n + m)) : static_cast<double>(n * m);
   }
   return sent;
@@ -66,9 +66,9 @@ TEST_CASE("wire bytes of uniform PowerSGD follow the counting rule on every pres
     std::vector<std::vector<std::int64_t>> shapes;
     for (const auto& t : preset.tensors) shapes.push_back(t.shape);
     for (std::int64_t rank : {1, 4, 32}) {
-      const MethodSpec spec = parse_method_text("powersgd:rank=" + std::to_string(rank), "test");
+      const auto spec = lgreco::kernels::parse_method_text("powersgd:rank=" + std::to_string(rank));
       double sent = 0;
-      for (const auto& s : shapes) sent += *wire_bytes(spec, s);
+      for (const auto& s : shapes) sent += static_cast<double>(lgreco::kernels::wire_size(spec, s).bytes);
       CAPTURE(preset.name, rank);
       REQUIRE(sent == 4 * counted_elements(shapes, rank));
       REQUIRE(sent < 4.0 * static_cast<double>(preset.parameters()));
@@ -80,13 +80,13 @@ TEST_CASE("uniform PowerSGD ratios of ResNet-18 match the paper (243x, 136x, 72x
   const auto shapes = preset_shapes("resnet18");
   REQUIRE(shapes == resnet18_cifar_shapes());
   std::int64_t params = 0;
-  for (const auto& s : shapes) params += shape_numel(s);
+  for (const auto& s : shapes) params += *lgreco::shape_numel(s);
   REQUIRE(params == 11173962);
   const std::vector<std::pair<int, double>> expected = {{1, 243}, {2, 136}, {4, 72}};
   for (auto [rank, ratio] : expected) {
-    const MethodSpec spec = parse_method_text("powersgd:rank=" + std::to_string(rank), "test");
+    const auto spec = lgreco::kernels::parse_method_text("powersgd:rank=" + std::to_string(rank));
     double sent = 0;
-    for (const auto& s : shapes) sent += *wire_bytes(spec, s);
+    for (const auto& s : shapes) sent += static_cast<double>(lgreco::kernels::wire_size(spec, s).bytes);
     const double sent_elements = counted_elements(shapes, rank);
     CAPTURE(rank, sent, sent_elements);
     REQUIRE(sent == 4 * sent_elements);

@@ -47,10 +47,10 @@ TEST_CASE("phases follow the windows: warm-up, uniform window, one plan per wind
     double bytes = 0;
     for (const auto& [name, m] : p.layers) {
       const auto& l = *std::find_if(t.windows[0].layers.begin(), t.windows[0].layers.end(), [&](const LayerTable& x) { return x.name == name; });
-      if (m.method == "none") {
+      if (m.method == lgreco::kernels::Method::kNone) {
         bytes += 4.0 * l.numel;
       } else {
-        const std::int64_t r = m.params["rank"].get<std::int64_t>(), n = l.shape[0], mm = l.numel / n;
+        const std::int64_t r = m.powersgd.rank, n = l.shape[0], mm = l.numel / n;
         bytes += (n + mm) * r * 2 < n * mm ? 4.0 * r * (n + mm) : 4.0 * l.numel;
       }
     }
@@ -60,7 +60,8 @@ TEST_CASE("phases follow the windows: warm-up, uniform window, one plan per wind
   CHECK(s.predicted["uncompressed_bytes_per_step"].get<double>() == 4.0 * (64 * 256 + 256 * 128 + 256));
   // Warm-up override and its range.
   CHECK(make_schedule(t, 0).phases.front().label == "uniform");
-  CHECK_THROWS_WITH(make_schedule(t, 150), Catch::Contains("--warmup-steps 150"));
+  CHECK_THROWS_WITH(make_schedule(t, 150), Catch::Contains("warmup_steps 150"));
+  CHECK_THROWS_AS(make_schedule(t, 150), lgreco::FieldError);
 }
 
 TEST_CASE("schedules round-trip and bad ones are caught", "[schedule]") {
@@ -104,7 +105,7 @@ TEST_CASE("exporters: csv rows, cgx refuses what CGX cannot run, maxmin bits", "
   CHECK_THROWS_WITH(export_cgx(s, Json::object()), Catch::Contains("'fc2.weight'") && Catch::Contains("powersgd"));
   for (auto& p : s.phases) {
     for (auto& [name, m] : p.layers) {
-      if (m.method != "none") m = parse_method_text("maxmin:bits=3,bucket_size=512", "test");
+      if (m.method != lgreco::kernels::Method::kNone) m = lgreco::kernels::parse_method_text("maxmin:bits=3,bucket_size=512");
     }
   }
   const Json cgx = export_cgx(s, Json::object());

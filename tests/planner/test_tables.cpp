@@ -25,7 +25,7 @@ TEST_CASE("tables round-trip through JSON and reject unknown keys", "[tables]") 
   REQUIRE_THROWS_WITH(tables_from_json(bad, "t.json"), Catch::Contains("unknown key 'extra'"));
   bad = j;
   bad["windows"][0]["layers"][0]["candidates"][0]["params"]["rnak"] = 2;
-  REQUIRE_THROWS_WITH(tables_from_json(bad, "t.json"), Catch::Contains("no parameter 'rnak'"));
+  REQUIRE_THROWS_WITH(tables_from_json(bad, "t.json"), Catch::Contains("unknown parameter 'rnak'"));
   bad = j;
   bad["windows"][1]["start_step"] = 120;
   REQUIRE_THROWS_WITH(tables_from_json(bad, "t.json"), Catch::Contains("overlap"));
@@ -71,7 +71,7 @@ TEST_CASE("all-zero error table gives the uniform plan with a warning", "[plan]"
     for (auto& c : l.candidates) c.error = 0;
   }
   const WindowPlan p = plan_window(t.windows[0], PlanOptions{}, nullptr);
-  CHECK(p.status == "uniform");
+  CHECK(p.status == PlanStatus::kUniform);
   REQUIRE(p.warnings.size() == 1);
   CHECK_THAT(p.warnings[0], Catch::Contains("T = 0"));
   CHECK(p.choice == std::vector<int>{1, 1, 0});
@@ -85,7 +85,7 @@ TEST_CASE("infeasible budget gives status infeasible and the least-error plan", 
     o.budget = {Budget::Kind::kError, 0.5};  // least possible error is 1 + 2 = 3
     const WindowPlan p = plan_window(t.windows[0], o, nullptr);
     CAPTURE(engine_name(e));
-    CHECK(p.status == "infeasible");
+    CHECK(p.status == PlanStatus::kInfeasible);
     CHECK(p.choice == std::vector<int>{3, 3, 0});
     CHECK(!p.warnings.empty());
   }
@@ -98,7 +98,7 @@ TEST_CASE("alpha budget, pins, include/exclude and the PowerSGD rate rule", "[pl
   o.engine = Engine::kExact;
   // α = 1: T = Σ e(rank 2) = 3 + 6 = 9; all plans with Σ e ≤ 9 compared by bytes.
   WindowPlan p = plan_window(w, o, nullptr);
-  CHECK(p.status == "optimal");
+  CHECK(p.status == PlanStatus::kOptimal);
   CHECK(*p.error_budget == 9.0);
   CHECK(p.total_error <= 9.0);
   CHECK(p.total_bytes <= p.uniform_bytes);
@@ -106,26 +106,26 @@ TEST_CASE("alpha budget, pins, include/exclude and the PowerSGD rate rule", "[pl
   // Exclude fc1: it stays at its default (rank 2); fc2 gets T − e(fc1 default) = 9 − 6 = 3 → rank 2.
   o.exclude_re = "fc1";
   p = plan_window(w, o, nullptr);
-  CHECK(p.role[1] == "excluded");
+  CHECK(p.role[1] == Role::kExcluded);
   CHECK(p.choice[1] == 1);
   CHECK(p.choice[0] == 1);
   o.exclude_re.reset();
   o.include_re = "^fc2";
   p = plan_window(w, o, nullptr);
-  CHECK(p.role[1] == "excluded");
+  CHECK(p.role[1] == Role::kExcluded);
   o.include_re.reset();
   // Pin fc2 to rank 4 (error 1): fc1 may use up to 8 → rank 1 (error 8).
-  o.pins = {{"fc2.weight", parse_method_text("powersgd:rank=4", "pin")}};
+  o.pins = {{"fc2.weight", lgreco::kernels::parse_method_text("powersgd:rank=4")}};
   p = plan_window(w, o, nullptr);
-  CHECK(p.role[0] == "pinned");
+  CHECK(p.role[0] == Role::kPinned);
   CHECK(p.choice == std::vector<int>{3, 0, 0});
-  o.pins = {{"fc2.weight", parse_method_text("none", "pin")}};
+  o.pins = {{"fc2.weight", lgreco::kernels::parse_method_text("none")}};
   p = plan_window(w, o, nullptr);
-  CHECK(p.chosen[0].spec.method == "none");
+  CHECK(p.chosen[0].spec.method == lgreco::kernels::Method::kNone);
   CHECK(p.chosen[0].bytes == 4.0 * 64 * 256);
-  o.pins = {{"fc2.weight", parse_method_text("powersgd:rank=7", "pin")}};
+  o.pins = {{"fc2.weight", lgreco::kernels::parse_method_text("powersgd:rank=7")}};
   CHECK_THROWS_WITH(plan_window(w, o, nullptr), Catch::Contains("not among the layer's candidates"));
-  o.pins = {{"nope", parse_method_text("none", "pin")}};
+  o.pins = {{"nope", lgreco::kernels::parse_method_text("none")}};
   CHECK_THROWS_WITH(plan_window(w, o, nullptr), Catch::Contains("no such parameter"));
   o.pins.clear();
   // Rate 40: fc2 (64×256) compresses iff 320·r·40 < 16384 → r ≤ 1; ranks 3, 4 dropped (2 is the
@@ -139,23 +139,34 @@ TEST_CASE("alpha budget, pins, include/exclude and the PowerSGD rate rule", "[pl
   o.max_layer_error = 2.5;
   p = plan_window(w, o, nullptr);
   CHECK(p.choice[1] == 3);
-  CHECK(p.role[1] == "fixed");
+  CHECK(p.role[1] == Role::kFixed);
   CHECK(p.choice[0] == 2);
 }
 
-TEST_CASE("method specs: defaults, unknown parameters, wire bytes", "[methods]") {
-  const MethodSpec s = parse_method_text("powersgd:rank=2,warm_start=false", "x");
-  CHECK(s.params["rank"] == 2);
-  CHECK(s.params["power_iterations"] == 1);
-  CHECK(s.params["warm_start"] == false);
-  CHECK_THROWS_WITH(parse_method_text("powersgd:rnak=2", "x"), Catch::Contains("no parameter 'rnak'"));
-  CHECK_THROWS_WITH(parse_method_text("zip", "x"), Catch::Contains("unknown method 'zip'"));
-  CHECK_THROWS(parse_method_text("maxmin:bits=9", "x"));
-  // topk at 1 % of 1000: k = 10, pairs 80, bitmap 125 + 40 = 165 → auto = 80.
-  CHECK(*wire_bytes(parse_method_text("topk", "x"), {1000}) == 80);
-  // maxmin 4 bits, bucket 1024, N = 2048: 1024 + 8·2 = 1040.
-  CHECK(*wire_bytes(parse_method_text("maxmin", "x"), {2048}) == 1040);
-  // qsgd bits 4 → s = 7 → ⌈log2 15⌉ = 4 bits: N = 1000 → 500 + 4·2 = 508.
-  CHECK(*wire_bytes(parse_method_text("qsgd", "x"), {1000}) == 508);
-  CHECK(!wire_bytes(parse_method_text("topk:encoding=delta", "x"), {1000}));
+TEST_CASE("candidate bytes and collectives are the registry's; files may omit them, never contradict them", "[tables]") {
+  Tables t = sample_tables();
+  Json doc = tables_to_json(t);
+  // Omitted: filled from kernels/wire.hpp.
+  for (auto& w : doc["windows"])
+    for (auto& l : w["layers"])
+      for (auto& c : l["candidates"]) {
+        c.erase("bytes");
+        c.erase("collective");
+      }
+  const Tables back = tables_from_json(doc, "omitted.json");
+  CHECK(back.windows[1].layers[0].candidates[2].bytes == 4.0 * 3 * (64 + 256));
+  CHECK(back.windows[1].layers[2].candidates[0].bytes == 4.0 * 256);
+  // Given and wrong: refused, naming the file, window, layer, candidate and both figures.
+  Json bad = tables_to_json(t);
+  bad["windows"][1]["layers"][0]["candidates"][2]["bytes"] = 1234;
+  REQUIRE_THROWS_WITH(tables_from_json(bad, "bad.json"), Catch::Contains("bad.json") && Catch::Contains("window 1") &&
+                                                              Catch::Contains("fc2.weight") && Catch::Contains("candidate 2") &&
+                                                              Catch::Contains("1234") && Catch::Contains("3840"));
+  Json coll = tables_to_json(t);
+  coll["windows"][0]["layers"][0]["candidates"][0]["collective"] = "allgather";
+  REQUIRE_THROWS_WITH(tables_from_json(coll, "coll.json"), Catch::Contains("collective allgather") && Catch::Contains("allreduce"));
+  // Every window lists the same shapes.
+  Json shape = tables_to_json(t);
+  shape["windows"][1]["layers"][0]["shape"] = {256, 64};
+  REQUIRE_THROWS_WITH(tables_from_json(shape, "shape.json"), Catch::Contains("fc2.weight") && Catch::Contains("differs from window 0"));
 }

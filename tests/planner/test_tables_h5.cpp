@@ -34,14 +34,11 @@ Tables rich_tables() {
     s.numel = 1;
     s.bucket = 1;
     s.backward_order = 3;
-    Candidate none;
-    none.spec = normalize_method("none", Json::object(), "test");
-    none.bytes = 4;
-    Candidate topk;
-    topk.spec = normalize_method("topk", Json{{"density", 0.5}}, "test");
-    topk.collective = lgreco::sim::Collective::kAllgather;
-    topk.error = 0.1;
-    topk.bytes = 8;
+    const Candidate none = make_candidate(lgreco::kernels::MethodSpec{}, s.shape, 0.0);
+    REQUIRE(none.bytes == 4);  // a scalar ([]): one fp32 value
+    Candidate topk = make_candidate(lgreco::kernels::parse_method("topk", {{"density", "0.5"}}), s.shape, 0.1);
+    REQUIRE(topk.bytes == 5);  // k = 1: a 1-byte bitmap and one value beat a (value, index) pair
+    REQUIRE(topk.collective == lgreco::Collective::kAllgather);
     topk.kernel_time_s = 0.0;
     s.candidates = {none, topk};
     s.default_index = 1;
@@ -94,7 +91,7 @@ TEST_CASE("HDF5 tables round-trip to the same document as JSON", "[tables][h5]")
   const Tables back = read_tables(dir / "t.h5");
   CHECK(tables_to_json(back) == tables_to_json(t));
   CHECK(back.windows[0].layers[3].shape.empty());
-  CHECK(back.windows[1].layers[3].candidates[1].collective == lgreco::sim::Collective::kAllgather);
+  CHECK(back.windows[1].layers[3].candidates[1].collective == lgreco::Collective::kAllgather);
   CHECK(back.windows[0].layers[0].candidates[2].kernel_time_s == Approx(1.25e-5));
   CHECK_FALSE(back.windows[0].layers[1].candidates[2].kernel_time_s.has_value());
   CHECK_FALSE(back.windows[0].layers[1].compute_time_s.has_value());

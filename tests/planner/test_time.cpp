@@ -15,12 +15,12 @@ using lgreco::Json;
 namespace {
 
 // α-β model: t = α + bytes / bandwidth per collective (allgather pays world−1 payloads).
-class AlphaBeta : public sim::CollectiveCost {
+class AlphaBeta : public lgreco::net::CollectiveCost {
  public:
   AlphaBeta(double alpha_s, double bw_Bps, int world) : a_(alpha_s), bw_(bw_Bps), p_(world) {}
-  double time_s(sim::Collective c, double bytes) const override {
+  double time_s(lgreco::Collective c, double bytes) const override {
     if (bytes <= 0) return 0;
-    const double f = c == sim::Collective::kAllreduce ? 2.0 * (p_ - 1) / p_ : (p_ - 1);
+    const double f = c == lgreco::Collective::kAllreduce ? 2.0 * (p_ - 1) / p_ : (p_ - 1);
     return a_ + f * bytes / bw_;
   }
 
@@ -90,13 +90,14 @@ TEST_CASE("time engine is never worse than the reference on random instances", "
 TEST_CASE("time engine beats the reference when overlap hides an early bucket", "[time]") {
   // Layer A (bucket 0) is ready at t = 1 s and its communication overlaps with the 1000 s backward
   // of layer B (bucket 1), whose communication is exposed. Candidates (error, bytes):
-  //   A: (2, 100) or (1, 210);  B: (2, 100) or (1, 200);  budget T = 3.5 admits one layer at error 2.
+  //   A: (2, 100) or (1, 228);  B: (2, 100) or (1, 200);  budget T = 3.5 admits one layer at error 2.
+  // (Random-k on 100 elements: densities 0.25, 0.5625 and 0.5 send 25, 57 and 50 values.)
   // Least bytes (the reference): A at 100, B at 200 → step = 1001 + 200·β. Least time: B at 100,
-  // A at 210 (hidden) → step = 1001 + 100·β. With β = 1 s/byte and α = 0: 1201 s vs 1101 s.
+  // A at 228 (hidden) → step = 1001 + 100·β. With β = 1 s/byte and α = 0: 1201 s vs 1101 s.
   Window w;
   w.start_step = 0;
   w.end_step = 10;
-  auto layer = [](const std::string& name, int bucket, int order, double compute, double hi_bytes) {
+  auto layer = [](const std::string& name, int bucket, int order, double compute, double hi_density) {
     LayerTable l;
     l.name = name;
     l.shape = {50, 2};
@@ -104,17 +105,15 @@ TEST_CASE("time engine beats the reference when overlap hides an early bucket", 
     l.bucket = bucket;
     l.backward_order = order;
     l.compute_time_s = compute;
-    for (auto [e, b] : {std::pair{2.0, 100.0}, std::pair{1.0, hi_bytes}}) {
-      Candidate c;
-      c.spec = normalize_method("randomk", Json{{"density", b / 400.0}}, "test");
-      c.error = e;
-      c.bytes = b;
-      l.candidates.push_back(c);
+    for (auto [e, d] : {std::pair{2.0, 0.25}, std::pair{1.0, hi_density}}) {
+      l.candidates.push_back(make_candidate(lgreco::kernels::parse_method("randomk", {{"density", std::to_string(d)}}), l.shape, e));
     }
     l.default_index = 1;
     return l;
   };
-  w.layers = {layer("A", 0, 0, 1.0, 210), layer("B", 1, 1, 1000.0, 200)};
+  w.layers = {layer("A", 0, 0, 1.0, 0.5625), layer("B", 1, 1, 1000.0, 0.5)};
+  REQUIRE(w.layers[0].candidates[1].bytes == 228);
+  REQUIRE(w.layers[1].candidates[1].bytes == 200);
   const AlphaBeta cost(0, 1.0, 2);  // allreduce factor 2·(2−1)/2 = 1 → t = bytes seconds
   PlanOptions o;
   o.budget = {Budget::Kind::kError, 3.5};
@@ -136,15 +135,15 @@ TEST_CASE("kernel time: measured kernel_time_s split evenly, else the kernel-tim
   l.name = "w";
   l.shape = {64, 32};
   l.numel = 2048;
-  Candidate c;
-  c.spec = normalize_method("topk", Json{{"density", 0.1}}, "c");
-  c.bytes = 1000;
-  c.collective = sim::Collective::kAllgather;
+  // Top-k 10 % of 2048: k = 205, bitmap 256 + 4·205 = 1076 bytes (< 8·205 pairs).
+  Candidate c = make_candidate(lgreco::kernels::parse_method("topk", {{"density", "0.1"}}), l.shape, 0.0);
+  REQUIRE(c.bytes == 1076);
+  REQUIRE(c.collective == lgreco::Collective::kAllgather);
   int calls = 0;
   const KernelTimeFn fn = [&calls](const LayerTable& layer, const Candidate& cand) -> std::array<double, 2> {
     ++calls;
     CHECK(layer.name == "w");
-    CHECK(cand.spec.method != "none");
+    CHECK(cand.spec.method != lgreco::kernels::Method::kNone);
     return {3e-3, 5e-3};
   };
   sim::LayerComm lc = layer_comm_of(l, c);
@@ -153,14 +152,12 @@ TEST_CASE("kernel time: measured kernel_time_s split evenly, else the kernel-tim
   lc = layer_comm_of(l, c, fn);
   CHECK(lc.compress_s == 3e-3);
   CHECK(lc.decompress_s == 5e-3);
-  CHECK(lc.allgather_bytes == 1000);
+  CHECK(lc.allgather_bytes == 1076);
   c.kernel_time_s = 8e-3;  // measured: wins over the function
   lc = layer_comm_of(l, c, fn);
   CHECK(lc.compress_s == 4e-3);
   CHECK(lc.decompress_s == 4e-3);
-  Candidate none;
-  none.spec = normalize_method("none", Json::object(), "none");
-  none.bytes = 4 * 2048;
+  const Candidate none = make_candidate(lgreco::kernels::MethodSpec{}, l.shape, 0.0);
   lc = layer_comm_of(l, none, fn);
   CHECK(lc.compress_s == 0);
   CHECK(lc.decompress_s == 0);

@@ -189,3 +189,196 @@ def task_capture(rank, world, steps, schedule_doc, lr=0.1, start_step=0):
     return {"local": local, "synced": synced, "params": params, "bytes": hook.bytes_sent_per_step,
             "predicted": {s: hook.predicted_bytes_per_step(s) for s in hook.bytes_sent_per_step},
             "err": {n: t.clone() for n, t in hook._err.items()}, "vel": {n: t.clone() for n, t in hook._vel.items()}}
+
+
+class JitterComm:
+    """The hook's transport with every collective's completion delivered after a random delay
+    (0–`max_ms` ms, seeded): later rounds and buckets complete out of issue order."""
+
+    def __init__(self, seed: int, max_ms: float = 4.0):
+        import random
+
+        from lgreco.hook import TorchComm
+
+        self.inner = TorchComm()
+        self.rng = random.Random(seed)
+        self.max_s = max_ms / 1000.0
+
+    def world_size(self):
+        return self.inner.world_size()
+
+    def rank(self):
+        return self.inner.rank()
+
+    def backend(self):
+        return self.inner.backend()
+
+    def _later(self, fut):
+        import threading
+
+        out = torch.futures.Future()
+        delay = self.rng.uniform(0.0, self.max_s)
+
+        def deliver(f):
+            def fire():
+                try:
+                    out.set_result(f.value())
+                except Exception as e:  # noqa: BLE001 - handed on to the waiting chain
+                    out.set_exception(e)
+            threading.Timer(delay, fire).start()
+        fut.add_done_callback(deliver)
+        return out
+
+    def allreduce(self, t):
+        return self._later(self.inner.allreduce(t))
+
+    def allgather(self, outs, t):
+        return self._later(self.inner.allgather(outs, t))
+
+    def broadcast(self, t, src=0):
+        return self._later(self.inner.broadcast(t, src))
+
+
+class GateComm:
+    """The hook's transport with completions held back until `open()`: while closed, no collective
+    the hook issued is seen as complete."""
+
+    def __init__(self):
+        import threading
+
+        from lgreco.hook import TorchComm
+
+        self.inner = TorchComm()
+        self.lock = threading.Lock()
+        self.closed = True
+        self.held = []
+        self.completed = 0
+
+    def world_size(self):
+        return self.inner.world_size()
+
+    def rank(self):
+        return self.inner.rank()
+
+    def backend(self):
+        return self.inner.backend()
+
+    def close(self):
+        with self.lock:
+            self.closed = True
+
+    def open(self):
+        with self.lock:
+            self.closed = False
+            held, self.held = self.held, []
+        for out, f in held:
+            self._deliver(out, f)
+
+    def _deliver(self, out, f):
+        with self.lock:
+            self.completed += 1
+        try:
+            out.set_result(f.value())
+        except Exception as e:  # noqa: BLE001
+            out.set_exception(e)
+
+    def _gate(self, fut):
+        out = torch.futures.Future()
+
+        def arrived(f):
+            with self.lock:
+                if self.closed:
+                    self.held.append((out, f))
+                    return
+            self._deliver(out, f)
+        fut.add_done_callback(arrived)
+        return out
+
+    def allreduce(self, t):
+        return self._gate(self.inner.allreduce(t))
+
+    def allgather(self, outs, t):
+        return self._gate(self.inner.allgather(outs, t))
+
+    def broadcast(self, t, src=0):
+        return self._gate(self.inner.broadcast(t, src))
+
+
+def _state(hook):
+    return {"err": {n: t.clone() for n, t in hook._err.items()}, "vel": {n: t.clone() for n, t in hook._vel.items()},
+            "q": {n: t.clone() for n, t in hook._q.items()}}
+
+
+def task_async_vs_sync(rank, world, steps, docs):
+    """Per schedule: training with the hook's rounds run synchronously, asynchronously, asynchronously
+    with collectives completing out of order (JitterComm), and asynchronously on two lanes."""
+    from lgreco import Schedule, ScheduleHook
+
+    out = []
+    for k, doc in enumerate(docs):
+        runs = {}
+        for mode in ("sync", "async", "jitter", "lanes"):
+            def attach(d, mode=mode):
+                comm = JitterComm(seed=1000 * k + rank) if mode == "jitter" else None
+                return ScheduleHook(d, Schedule(doc), asynchronous=mode != "sync", comm=comm,
+                                    lanes=2 if mode == "lanes" else 1).register(d)
+            params, hook = train(rank, steps, attach)
+            runs[mode] = {"params": params, "bytes": hook.bytes_sent_per_step, "state": _state(hook)}
+        out.append(runs)
+    return out
+
+
+def task_gate(rank, world, steps, schedule_doc):
+    """Asynchronous hook behind a GateComm that releases the step's collectives only once the last
+    bucket has reached the hook: records, per step, how many buckets reached the hook and how many
+    collectives had completed meanwhile (none can have: the gate is closed)."""
+    from lgreco import Schedule, ScheduleHook
+
+    gate = GateComm()
+    seen = []
+
+    def attach(d):
+        hook = ScheduleHook(d, Schedule(schedule_doc), comm=gate)
+
+        def fn(state, bucket):
+            if not seen or seen[-1]["closed"]:
+                gate.close()
+                seen.append({"buckets": 0, "completed_before": gate.completed, "closed": False, "futures": []})
+            fut = state.run_async(bucket)
+            cur = seen[-1]
+            cur["buckets"] += 1
+            cur["futures"].append(fut)
+            if bucket.is_last():
+                cur["done_at_last_hook"] = sum(f.done() for f in cur["futures"])
+                cur["completed_at_last_hook"] = gate.completed - cur["completed_before"]
+                cur["closed"] = True
+                gate.open()
+            return fut
+
+        d.register_comm_hook(hook, fn)
+        return hook
+
+    params, hook = train(rank, steps, attach)
+    ref, _ = train(rank, steps, lambda d: ScheduleHook(d, Schedule(schedule_doc), asynchronous=False).register(d))
+    return {"steps": [{k: v for k, v in s.items() if k != "futures"} for s in seen], "params": params, "ref": ref,
+            "bytes": hook.bytes_sent_per_step}
+
+
+def task_online(rank, world, steps, configs, out_root):
+    """TinyNet under DDP with an OnlineHook per configuration (rank 0 writes to out_root/<k>):
+    what every rank applied and sent."""
+    import pathlib
+
+    from lgreco import OnlineHook
+
+    out = []
+    for k, cfg in enumerate(configs):
+        folder = pathlib.Path(out_root) / str(k)
+
+        def attach(d, cfg=cfg, folder=folder):
+            return OnlineHook(d, out_dir=folder if rank == 0 else None, model_name="tinynet", **cfg).register(d)
+
+        params, hook = train(rank, steps, attach)
+        out.append({"decisions": hook.decisions, "bytes": hook.bytes_sent_per_step,
+                    "control": hook.control_bytes_per_step, "replans": hook.replans, "params": params})
+    return out

@@ -7,23 +7,63 @@ import pytest
 import torch
 
 from lgreco import Schedule, ScheduleError, make_schedule, parse_method, wire_bytes
-from lgreco import compressors, rng
+from lgreco import compressors, gamma, rng
+from lgreco.methods import wire
 from lgreco.packing import pack_bits, unpack_bits
 from test_py_hook import METHODS, contract_bytes
 
 SIZES = [1, 2, 15, 16, 17, 31, 32, 33, 255, 256, 257, 1000, 4099]
 AG = [(m, p) for m, p in METHODS if m in ("topk", "qsgd", "maxmin", "sign", "terngrad", "nuqsgd")]
+# Data-dependent codes, padded to their wire plan's worst case (contract_bytes does not price them).
+PADDED = [("topk", {"density": 0.05, "encoding": "delta"}), ("topk", {"density": 0.1, "selection": "dgc"}),
+          ("topk", {"density": 0.02, "selection": "dgc", "encoding": "delta"}),
+          ("qsgd", {"levels": 3, "encoding": "elias", "bucket_size": 64}), ("qsgd", {"bits": 8, "encoding": "elias"})]
 
 
-@pytest.mark.parametrize("method,params", AG)
-def test_payload_size_is_contract_and_decode_matches_local(method, params):
+def encode(m, x, u, step=None):
+    return compressors.encode(m, wire(m, (x.numel(),), step), x, u, 11, rng.stream_of(3, 2))
+
+
+@pytest.mark.parametrize("method,params", AG + PADDED)
+def test_payload_size_is_the_wire_plan_and_decode_matches_local(method, params):
     m = parse_method({"method": method, "params": params})
     g = torch.Generator().manual_seed(7)
     for n in SIZES:
         x = torch.randn(n, generator=g)
-        pl, dec = compressors.encode(m, x, torch.rand(n, generator=g))
-        assert pl.dtype == torch.uint8 and pl.numel() == contract_bytes(method, params, (n,)) == wire_bytes(m, (n,)), n
-        assert torch.equal(compressors.decode(m, pl, n), dec), n
+        w = wire(m, (n,))
+        pl, dec = compressors.encode(m, w, x, torch.rand(n, generator=g), 11, rng.stream_of(3, 2))
+        assert pl.dtype == torch.uint8 and pl.numel() == w["allgather_bytes"] == wire_bytes(m, (n,)), n
+        if (method, params) in AG:
+            assert pl.numel() == contract_bytes(method, params, (n,)), n
+        assert torch.equal(compressors.decode(m, w, pl, n), dec), n
+
+
+def test_dgc_keeps_at_most_k_and_the_largest_magnitudes():
+    g = torch.Generator().manual_seed(5)
+    x = torch.randn(20000, generator=g)
+    for k in (1, 20, 200, 2000):
+        idx = compressors.dgc_select(x, k, 1, 2)
+        assert idx.numel() <= k and (k < 20 or idx.numel() > 0.5 * k)  # a sampled threshold: about k
+        assert torch.all(idx[1:] > idx[:-1])
+        if idx.numel() == 0:
+            continue
+        # Every unselected entry is no larger than the smallest selected one.
+        mask = torch.ones(x.numel(), dtype=torch.bool)
+        mask[idx] = False
+        assert x.abs()[mask].max() <= x.abs()[idx].min()
+
+
+def test_gamma_codes_roundtrip_and_lengths():
+    v = np.array([1, 2, 3, 7, 8, 100, 1, 5, 2 ** 20])
+    assert gamma.lengths(v).tolist() == [2 * int(math.floor(math.log2(x))) + 1 for x in v]
+    s = gamma.encode(v, nbytes=40)
+    assert gamma.decode(s)[0].tolist() == v.tolist()
+    sign = np.array([0, 1, 1, 0, 1, 0, 0, 1, 1], dtype=np.uint8)
+    s = gamma.encode(v, sign, v > 1, nbytes=40)
+    got, bits = gamma.decode(s, count=v.size, extra_if_nonzero_offset=True)
+    assert got.tolist() == v.tolist() and bits[v > 1].tolist() == sign[v > 1].tolist()
+    with pytest.raises(ValueError):
+        gamma.encode(v, nbytes=2)
 
 
 @pytest.mark.parametrize("method,params", [("qsgd", {"bits": 3, "bucket_size": 64}), ("terngrad", {}),
@@ -34,7 +74,7 @@ def test_stochastic_rounding_is_unbiased(method, params):
     m = parse_method({"method": method, "params": params})
     g = torch.Generator().manual_seed(3)
     x = torch.randn(200, generator=g)
-    decs = torch.stack([compressors.encode(m, x, torch.rand(200, generator=g))[1] for _ in range(2000)])
+    decs = torch.stack([encode(m, x, torch.rand(200, generator=g))[1] for _ in range(2000)])
     se = decs.std(0) / math.sqrt(2000) + 1e-7
     assert ((decs.mean(0) - x).abs() <= 5 * se + 1e-6).float().mean() > 0.99
 
@@ -44,16 +84,16 @@ def test_topk_ties_go_to_lower_index_and_values_are_exact():
     assert compressors.topk_select(x, 2).tolist() == [1, 2]
     assert compressors.topk_select(x, 3).tolist() == [1, 2, 4]
     m = parse_method({"method": "topk", "params": {"density": 0.5, "encoding": "pairs"}})
-    pl, dec = compressors.encode(m, x, None)
+    pl, dec = encode(m, x, None)
     assert dec.tolist() == [0.0, -3.0, 3.0, 0.0, -3.0, 0.0]
 
 
 def test_sign_and_maxmin_nearest_reconstruct_by_formula():
     x = torch.tensor([0.5, -1.5, 2.0, 0.0] * 5)  # 20 elements, one sign bucket
-    s = compressors.encode(parse_method({"method": "sign", "params": {"bucket_size": 1024}}), x, None)[1]
+    s = encode(parse_method({"method": "sign", "params": {"bucket_size": 1024}}), x, None)[1]
     assert torch.allclose(s, torch.where(x >= 0, 1.0, -1.0) * x.abs().mean())
     mm = parse_method({"method": "maxmin", "params": {"bits": 2, "rounding": "nearest"}})
-    dec = compressors.encode(mm, x, None)[1]
+    dec = encode(mm, x, None)[1]
     unit = (2.0 - -1.5) / 3
     want = -1.5 + unit * torch.clamp(torch.floor((x + 1.5) / unit + 0.5), 0, 3)
     assert torch.allclose(dec, want)
@@ -118,15 +158,17 @@ def test_malformed_json_and_missing_parameter(tmp_path):
         Schedule.load(p)
     s = Schedule(_doc())
     with pytest.raises(ScheduleError, match="lacks parameter"):
-        s.check_parameters(["w", "b", "c"])
+        s.check_parameters(dict(SHAPES, c=(3,)))
     with pytest.raises(ScheduleError, match="unknown parameter"):
-        s.check_parameters(["w"])
+        s.check_parameters({"w": SHAPES["w"]})
+    with pytest.raises(ScheduleError, match="another model"):
+        s.check_parameters({"w": (4, 8), "b": (8,)})
     assert s.method_at(5, "w").params["rank"] == 1
-    assert s.prediction_mismatches(SHAPES) == []
+    assert s.prediction_mismatches() == []
     d = _doc()
     d["phases"][0]["predicted"]["bytes_per_step"] += 1
-    assert Schedule(d).prediction_mismatches(SHAPES) == [(0, d["phases"][0]["predicted"]["bytes_per_step"],
-                                                          4 * 1 * (8 + 4) + 32)]
+    assert Schedule(d).prediction_mismatches() == [(0, d["phases"][0]["predicted"]["bytes_per_step"],
+                                                    4 * 1 * (8 + 4) + 32)]
 
 
 def test_philox_matches_the_cpp_core(tmp_path):

@@ -1,7 +1,7 @@
-"""DGC's top-k parameters on the Python side: the method table accepts momentum and warmup_steps
+"""DGC's top-k parameters on the Python side: the registry accepts momentum and warmup_steps
 (defaults 0, ranges checked with the field and value named) and prices a warm-up step by step; the
-DDP hook accepts momentum correction and warm-up (tests in test_py_dgc_hook.py) and still refuses
-what it cannot send with equal-size payloads (DGC selection, delta encoding)."""
+DDP hook accepts momentum correction and warm-up (tests in test_py_dgc_hook.py), and DGC selection and
+delta encoding, whose payloads are padded to the fixed size of their wire plan."""
 import json
 import math
 
@@ -9,7 +9,6 @@ import pytest
 import torch
 
 from lgreco import ScheduleError, ScheduleHook, make_schedule, parse_method, wire_bytes
-from lgreco.methods import topk_density_at
 
 
 def test_topk_dgc_params_defaults_and_ranges():
@@ -39,7 +38,7 @@ def test_step_aware_wire_bytes_follow_the_warmup_density():
             assert wire_bytes(m, [N], t) == want, (t, d)
     assert wire_bytes(m, [N], 10**9) == wire_bytes(m, [N]) == 8 * 10  # steady state: k = 10, pairs
     assert wire_bytes(m, [N], 0) == N // 8 + 4 * 2500  # 25 %: bitmap is cheaper
-    assert topk_density_at(m.params, 1999) == 0.00390625 and topk_density_at(m.params, 2000) == 0.001
+    assert wire_bytes(m, [N], 1999) == 8 * 40 and wire_bytes(m, [N], 2000) == 8 * 10  # 0.390625 % → 0.1 %
     big = parse_method({"method": "topk", "params": {"density": 0.5, "warmup_steps": 3}})
     assert all(wire_bytes(big, [N], t) == wire_bytes(big, [N]) for t in range(10))  # target ≥ 25 %: no warm-up
     plain = parse_method({"method": "topk", "params": {"density": 0.001, "encoding": "pairs"}})
@@ -59,24 +58,42 @@ def test_hook_accepts_momentum_and_warmup(tmp_path):
     assert hook.predicted_bytes_per_step(10) == 8 * (4 + 1) == doc["phases"][0]["predicted"]["bytes_per_step"]
 
 
-@pytest.mark.parametrize("params,word", [({"selection": "dgc"}, "dgc"), ({"encoding": "delta"}, "delta"),
-                                         ({"selection": "dgc", "momentum": 0.9, "warmup_steps": 5}, "dgc")])
-def test_hook_rejects_what_it_cannot_send_with_fixed_sizes(tmp_path, params, word):
-    model = torch.nn.Linear(8, 4)
+@pytest.mark.parametrize("params", [{"selection": "dgc"}, {"encoding": "delta"},
+                                    {"selection": "dgc", "momentum": 0.9, "warmup_steps": 5}])
+def test_hook_sends_data_dependent_codes_at_their_fixed_wire_size(tmp_path, params):
+    """DGC selection and delta codes have a data-dependent length; the hook pads them to the wire
+    plan's worst case, so a single-process step sends exactly the predicted bytes."""
+    import os
+    import torch.distributed as dist
+    model = torch.nn.Linear(64, 32)
     shapes = {n: list(p.shape) for n, p in model.named_parameters()}
     path = tmp_path / "s.json"
+    doc = make_schedule([(0, None, "uniform", {n: {"method": "topk", "params": dict(params, density=0.05)}
+                                              for n in shapes})], shapes)
+    path.write_text(json.dumps(doc))
+    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+    os.environ.setdefault("MASTER_PORT", "29517")
+    dist.init_process_group("gloo", rank=0, world_size=1)
+    try:
+        ddp = torch.nn.parallel.DistributedDataParallel(model)
+        hook = ScheduleHook(ddp, str(path)).register(ddp)
+        for step in range(3):
+            ddp(torch.randn(4, 64)).square().sum().backward()
+            assert hook.bytes_sent_per_step[step] == hook.predicted_bytes_per_step(step)
+    finally:
+        dist.destroy_process_group()
+
+
+def test_hook_refuses_a_schedule_whose_wire_plans_contradict_its_prediction(tmp_path):
+    model = torch.nn.Linear(8, 4)
+    shapes = {n: list(p.shape) for n, p in model.named_parameters()}
     doc = make_schedule([(0, None, "uniform", {n: {"method": "topk", "params": {}} for n in shapes})], shapes)
-    for layer in doc["phases"][0]["layers"].values():  # (make_schedule cannot price delta: set it afterwards)
-        layer["params"].update(params)
+    doc["phases"][0]["predicted"]["bytes_per_step"] += 1
+    path = tmp_path / "s.json"
     path.write_text(json.dumps(doc))
     with pytest.raises(ScheduleError) as e:
         ScheduleHook(model, str(path))
-    assert word in str(e.value) and "not supported by the DDP hook" in str(e.value), str(e.value)
-    assert "phases[0].layers['weight']" in str(e.value), str(e.value)
-    # The same schedule with the defaults is accepted.
-    ok = make_schedule([(0, None, "uniform", {n: {"method": "topk", "params": {}} for n in shapes})], shapes)
-    path.write_text(json.dumps(ok))
-    ScheduleHook(model, str(path))
+    assert "phases[0].predicted.bytes_per_step" in str(e.value), str(e.value)
 
 
 def test_plan_with_dgc_topk_and_bad_momentum_in_a_schedule(tmp_path, lgreco):
@@ -98,4 +115,4 @@ def test_plan_with_dgc_topk_and_bad_momentum_in_a_schedule(tmp_path, lgreco):
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps(doc))
     p = lgreco("schedule", "validate", bad)
-    assert p.returncode != 0 and "'momentum' = 1.5" in p.stderr and "[0, 1)" in p.stderr, p.stderr
+    assert p.returncode != 0 and "'momentum' = '1.5'" in p.stderr and "[0, 1)" in p.stderr, p.stderr

@@ -33,7 +33,8 @@ def test_preset_uncompressed_is_its_own_baseline(lgreco):
     doc = simulate(lgreco, "--model", "resnet50", "--topology", "dgx-a100")
     check_doc(doc)
     assert doc["speedup"] == 1.0
-    assert doc["config"]["compute_source"] == "flops" and doc["config"]["bucket_source"] == "ddp"
+    assert doc["config"]["compute"]["source"] == "estimated" and doc["config"]["bucket_source"] == "ddp"
+    assert "resnet50 preset" in doc["config"]["compute"]["note"]
     # ResNet-50 in fp32: 4 bytes per parameter.
     assert doc["bytes_per_step"] == 4 * 25557032
 

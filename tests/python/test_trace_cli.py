@@ -79,7 +79,7 @@ def test_synth_refuses_to_overwrite_without_force(lgreco, tmp_path):
     out.write_text("precious")
     p = lgreco("trace", "synth", "--model", "resnet18", "--steps", "1", "-o", out)
     assert p.returncode == 1
-    assert "exists; pass --force" in p.stderr
+    assert "exists and is kept; pass --force" in p.stderr
     assert out.read_text() == "precious"
     lgreco("trace", "synth", "--model", "resnet18", "--steps", "1", "-o", out, "--force", check=True)
     assert lgreco("trace", "validate", out).returncode == 0

@@ -11,10 +11,10 @@ using namespace lgreco::sim;
 
 namespace {
 /// α–β cost: t = alpha + bytes / beta (allgather the same per rank).
-class AlphaBeta : public CollectiveCost {
+class AlphaBeta : public lgreco::net::CollectiveCost {
  public:
   AlphaBeta(double a, double b) : a_(a), b_(b) {}
-  double time_s(Collective, double bytes) const override { return bytes > 0 ? a_ + bytes / b_ : 0; }
+  double time_s(lgreco::Collective, double bytes) const override { return bytes > 0 ? a_ + bytes / b_ : 0; }
 
  private:
   double a_, b_;

@@ -1,0 +1,19 @@
+#pragma once
+/// The collective operations of data-parallel training, one enum for every module: the method
+/// registry (which collective a payload needs), the step timeline (what it charges) and the network
+/// model (what it costs). Standard library only.
+#include <string>
+#include <string_view>
+
+namespace lgreco {
+
+/// A collective operation (nccl-tests names).
+enum class Collective { kAllreduce, kAllgather, kReduceScatter, kBroadcast };
+
+/// "allreduce", "allgather", "reducescatter", "broadcast".
+const char* to_string(Collective c);
+
+/// Parses the names above (also nccl-tests' all_reduce, all_gather, reduce_scatter); ConfigError listing them otherwise.
+Collective parse_collective(std::string_view name);
+
+}  // namespace lgreco

@@ -1,0 +1,174 @@
+// Corpus validation and the shared-constant fit (stated in corpus_fit.hpp).
+#include "network_models/corpus_fit.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <set>
+
+#include "network_models/levenberg.hpp"
+
+namespace lgreco::net {
+namespace {
+
+constexpr std::uint64_t kSeed = 20261313;
+
+ModelParams row_params(const PreparedFile& f, const Embedding& e, const CorpusConstants& k, bool benchmark_terms) {
+  ModelParams p = nccl_params(f.topology, e);
+  apply_corpus_constants(p, f.topology, e, k);
+  if (benchmark_terms) p.host_overhead_s = benchmark_overhead_s(k, f.file.benchmark, f.file.gpus_per_process(e.ranks_per_host));
+  return p;
+}
+
+CorpusConstants from_x(const std::vector<double>& x) {
+  CorpusConstants k = corpus_constants();
+  const auto& defs = corpus_constant_defs();
+  for (std::size_t j = 0; j < defs.size(); ++j) defs[j].ref(k) = std::exp(x[j]);
+  return k;
+}
+
+}  // namespace
+
+std::vector<PreparedFile> prepare_corpus(const std::vector<CorpusFile>& files) {
+  std::vector<PreparedFile> out;
+  for (const auto& f : files) {
+    PreparedFile p{f, corpus_topology(f), {}};
+    for (const auto& r : f.rows) {
+      if (p.embeddings.count(r.ranks)) continue;
+      try {
+        p.embeddings.emplace(r.ranks, embed(p.topology, r.ranks));
+      } catch (const ConfigError& e) {
+        throw ConfigError(f.origin + ":" + std::to_string(r.line) + ": " + e.what());
+      }
+    }
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+std::vector<ValidationPoint> predict_file(const PreparedFile& f, const CorpusConstants& k, bool benchmark_terms) {
+  std::map<int, CollectiveModel> models;
+  std::vector<ValidationPoint> out;
+  for (const auto& r : f.file.rows) {
+    const Embedding& e = f.embeddings.at(r.ranks);
+    auto it = models.find(r.ranks);
+    if (it == models.end()) it = models.emplace(r.ranks, CollectiveModel(e, f.topology, row_params(f, e, k, benchmark_terms))).first;
+    const Choice ch = it->second.best(r.collective, r.size_bytes);
+    out.push_back({r, e.hosts, ch.time_s, ch.algorithm, ch.protocol});
+  }
+  return out;
+}
+
+ErrorSummary summarize(const std::vector<ValidationPoint>& points) {
+  ErrorSummary s;
+  for (const auto& p : points) {
+    auto& worst = p.row.size_bytes >= kMiB ? s.worst_large : s.worst_small;
+    ++(p.row.size_bytes >= kMiB ? s.large : s.small);
+    if (!worst || std::abs(p.error()) > std::abs(worst->error())) worst = p;
+  }
+  return s;
+}
+
+std::vector<std::string> corpus_systems(const std::vector<PreparedFile>& files) {
+  std::set<std::string> s;
+  for (const auto& f : files) s.insert(f.file.system);
+  return {s.begin(), s.end()};
+}
+
+CorpusFit fit_corpus(const std::vector<const PreparedFile*>& files, int starts) {
+  if (files.empty()) throw InputError("corpus fit: no files");
+  // System balance ω_s = √(R̄ / R_s) (corpus_fit.hpp); residuals carry √ω_s.
+  std::map<std::string, double> rows_of;
+  for (const auto* f : files) rows_of[f->file.system] += static_cast<double>(f->file.rows.size());
+  double mean_rows = 0;
+  for (const auto& [s, n] : rows_of) mean_rows += n / static_cast<double>(rows_of.size());
+  std::vector<double> scale;
+  for (const auto* f : files)
+    for (std::size_t i = 0; i < f->file.rows.size(); ++i) scale.push_back(std::pow(mean_rows / rows_of[f->file.system], 0.25));
+  const auto& defs = corpus_constant_defs();
+  LmProblem pb;
+  pb.residuals = [&](const std::vector<double>& x) {
+    const CorpusConstants k = from_x(x);
+    std::vector<double> r;
+    for (const auto* f : files)
+      for (const auto& p : predict_file(*f, k)) r.push_back(std::log(p.predicted_s / p.row.time_s) * scale[r.size()]);
+    return r;
+  };
+  for (const auto& d : defs) {
+    pb.centre.push_back(std::log(d.centre));
+    pb.sigma.push_back(d.sigma);
+    pb.lo.push_back(std::log(d.lo));
+    pb.hi.push_back(std::log(d.hi));
+  }
+  std::mt19937_64 gen(kSeed);
+  CorpusFit best;
+  best.objective = std::numeric_limits<double>::infinity();
+  std::vector<double> best_x;
+  for (int s = 0; s < starts; ++s) {
+    auto x = pb.centre;
+    if (s > 0)
+      for (std::size_t j = 0; j < x.size(); ++j) x[j] += lm_gaussian(gen) * std::min(pb.sigma[j], 1.0);
+    lm_clamp(pb, x);
+    x = levenberg_marquardt(pb, x);
+    const double f = lm_objective(pb, x, lm_weights(pb, pb.residuals(x)));
+    if (f < best.objective) {
+      best.objective = f;
+      best_x = x;
+    }
+  }
+  best.constants = from_x(best_x);
+  best.starts = starts;
+  return best;
+}
+
+std::vector<HeldOutSystem> leave_one_system_out(const std::vector<PreparedFile>& files, int starts) {
+  std::vector<HeldOutSystem> out;
+  for (const auto& system : corpus_systems(files)) {
+    std::vector<const PreparedFile*> train;
+    for (const auto& f : files)
+      if (f.file.system != system) train.push_back(&f);
+    HeldOutSystem h;
+    h.system = system;
+    h.constants = fit_corpus(train, starts).constants;
+    for (const auto& f : files) {
+      if (f.file.system != system) continue;
+      const auto pts = predict_file(f, h.constants);
+      h.points.insert(h.points.end(), pts.begin(), pts.end());
+    }
+    h.errors = summarize(h.points);
+    out.push_back(std::move(h));
+  }
+  return out;
+}
+
+}  // namespace lgreco::net
+
+namespace lgreco::net {
+
+bool SystemValidation::meets_bars() const {
+  return std::abs(errors.large_error()) <= kLargeBar && std::abs(errors.small_error()) <= kSmallBar;
+}
+
+std::vector<SystemValidation> validate_corpus(const std::vector<PreparedFile>& files, bool holdout) {
+  std::map<std::string, CorpusConstants> constants;
+  if (holdout) {
+    for (auto& h : leave_one_system_out(files)) constants.emplace(h.system, h.constants);
+  }
+  std::vector<SystemValidation> out;
+  for (const auto& system : corpus_systems(files)) {
+    SystemValidation v{system, {}, {}};
+    std::vector<ValidationPoint> all;
+    for (const auto& f : files) {
+      if (f.file.system != system) continue;
+      for (const auto& p : predict_file(f, holdout ? constants.at(system) : corpus_constants())) {
+        v.points.emplace_back(&f, p);
+        all.push_back(p);
+      }
+    }
+    v.errors = summarize(all);
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+}  // namespace lgreco::net

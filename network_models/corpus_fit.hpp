@@ -1,0 +1,97 @@
+#pragma once
+/// Validation of the presets against the measurement corpus and the fit of their shared constants.
+///
+/// Prediction of a corpus row: the preset model (default_params with constants k, collectives.hpp) for
+/// the file's topology at the row's rank count, fastest (algorithm, protocol), plus the benchmark terms
+/// of preset_constants.hpp when asked (the corpus rows are benchmark figures).
+/// Error of a row: predicted / measured − 1. Bars (issue 13): sizes ≥ 1 MiB and < 1 MiB separately.
+///
+/// Corpus fit: the constants of corpus_constant_defs() minimise, over the rows of the files given,
+///   Σ_i w_i·ω_s·r_i² + priors,   r_i = ln(predicted_i / measured_i)
+/// with the robust weights and log-normal priors of levenberg.hpp, and ω_s = √(R̄ / R_s) the
+/// system balance (R_s rows of the row's system, R̄ the mean over systems), so a long sweep does not
+/// outvote a system with four rows (the square root keeps an outlying four-row system, NCCL 2.9.9 on
+/// EFA v1, from setting the whole plugin transport). Deterministic starts: the priors' centres, then
+/// seeded perturbations.
+/// Leave-one-system-out: for each system, fit on all other systems' files and predict its rows.
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "network_models/corpus.hpp"
+#include "network_models/preset_constants.hpp"
+
+namespace lgreco::net {
+
+/// A corpus file with its topology resolved and one embedding per rank count in it.
+struct PreparedFile {
+  CorpusFile file;
+  Topology topology;
+  std::map<int, Embedding> embeddings;
+};
+
+/// Resolves topologies and embeddings (ConfigError naming the file when a rank count does not fit).
+std::vector<PreparedFile> prepare_corpus(const std::vector<CorpusFile>& files);
+
+/// One row and its prediction.
+struct ValidationPoint {
+  CorpusRow row;
+  int hosts = 1;
+  double predicted_s = 0;
+  Algorithm algorithm = Algorithm::kRing;
+  Protocol protocol = Protocol::kSimple;
+  double error() const { return predicted_s / row.time_s - 1; }  ///< predicted / measured − 1
+};
+
+/// Predictions of a file's rows with constants `k`; `benchmark_terms` adds the benchmark's host cost.
+std::vector<ValidationPoint> predict_file(const PreparedFile& f, const CorpusConstants& k, bool benchmark_terms = true);
+
+/// Worst |error| at sizes ≥ 1 MiB and below, with the points that have them.
+struct ErrorSummary {
+  std::optional<ValidationPoint> worst_large, worst_small;
+  int large = 0, small = 0;  ///< point counts
+  double large_error() const { return worst_large ? worst_large->error() : 0.0; }
+  double small_error() const { return worst_small ? worst_small->error() : 0.0; }
+};
+ErrorSummary summarize(const std::vector<ValidationPoint>& points);
+
+/// Bars of issue 13 for held-out systems: ≥ 1 MiB within 20 %, below within 40 %.
+inline constexpr double kLargeBar = 0.20, kSmallBar = 0.40;
+inline constexpr double kMiB = 1048576.0;
+
+/// Result of a corpus fit.
+struct CorpusFit {
+  CorpusConstants constants;
+  double objective = 0;
+  int starts = 0;
+};
+
+/// Fits the shared constants to the rows of `files` (pointers into a prepare_corpus result).
+CorpusFit fit_corpus(const std::vector<const PreparedFile*>& files, int starts = 24);
+
+/// One system held out: the constants fitted without it and its predicted rows.
+struct HeldOutSystem {
+  std::string system;
+  CorpusConstants constants;
+  std::vector<ValidationPoint> points;
+  ErrorSummary errors;
+};
+
+/// Leave-one-system-out over every system of `files`.
+std::vector<HeldOutSystem> leave_one_system_out(const std::vector<PreparedFile>& files, int starts = 24);
+
+/// Every system of `files` with its rows predicted by the shipped presets (corpus_constants()), or each
+/// held out (`holdout`: leave_one_system_out). Points come in file order, paired with their file.
+struct SystemValidation {
+  std::string system;
+  std::vector<std::pair<const PreparedFile*, ValidationPoint>> points;
+  ErrorSummary errors;
+  bool meets_bars() const;  ///< |worst| within kLargeBar at >= 1 MiB and kSmallBar below
+};
+std::vector<SystemValidation> validate_corpus(const std::vector<PreparedFile>& files, bool holdout);
+
+/// The systems of `files`, sorted.
+std::vector<std::string> corpus_systems(const std::vector<PreparedFile>& files);
+
+}  // namespace lgreco::net

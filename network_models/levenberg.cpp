@@ -1,0 +1,118 @@
+// Robust Levenberg–Marquardt (stated in levenberg.hpp).
+#include "network_models/levenberg.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace lgreco::net {
+namespace {
+
+/// Solves A x = b (A symmetric positive definite after damping) by Gaussian elimination with pivoting.
+std::vector<double> solve(std::vector<std::vector<double>> a, std::vector<double> b) {
+  const std::size_t n = b.size();
+  for (std::size_t c = 0; c < n; ++c) {
+    std::size_t piv = c;
+    for (std::size_t r = c + 1; r < n; ++r) if (std::abs(a[r][c]) > std::abs(a[piv][c])) piv = r;
+    std::swap(a[c], a[piv]);
+    std::swap(b[c], b[piv]);
+    if (std::abs(a[c][c]) < 1e-300) a[c][c] = 1e-300;
+    for (std::size_t r = c + 1; r < n; ++r) {
+      const double f = a[r][c] / a[c][c];
+      for (std::size_t k = c; k < n; ++k) a[r][k] -= f * a[c][k];
+      b[r] -= f * b[c];
+    }
+  }
+  std::vector<double> x(n);
+  for (std::size_t i = n; i-- > 0;) {
+    double s = b[i];
+    for (std::size_t k = i + 1; k < n; ++k) s -= a[i][k] * x[k];
+    x[i] = s / a[i][i];
+  }
+  return x;
+}
+
+double prior_residual(const LmProblem& pb, const std::vector<double>& x, std::size_t j) {
+  return pb.prior_weight * (x[j] - pb.centre[j]) / pb.sigma[j];
+}
+
+}  // namespace
+
+std::vector<double> lm_weights(const LmProblem& pb, const std::vector<double>& r) {
+  std::vector<double> w;
+  for (double v : r) w.push_back(1.0 / std::sqrt(1.0 + (v / pb.cauchy_scale) * (v / pb.cauchy_scale)));
+  return w;
+}
+
+double lm_objective(const LmProblem& pb, const std::vector<double>& x, const std::vector<double>& w) {
+  const auto r = pb.residuals(x);
+  double f = 0;
+  for (std::size_t i = 0; i < r.size(); ++i) f += w[i] * r[i] * r[i];
+  for (std::size_t j = 0; j < x.size(); ++j) f += prior_residual(pb, x, j) * prior_residual(pb, x, j);
+  return f;
+}
+
+void lm_clamp(const LmProblem& pb, std::vector<double>& x) {
+  for (std::size_t j = 0; j < x.size(); ++j) x[j] = std::clamp(x[j], pb.lo[j], pb.hi[j]);
+}
+
+std::vector<double> levenberg_marquardt(const LmProblem& pb, std::vector<double> x) {
+  const std::size_t n = x.size();
+  double mu = 1e-2;
+  for (int it = 0; it < pb.max_iterations; ++it) {
+    const auto r = pb.residuals(x);
+    const auto w = lm_weights(pb, r);
+    const double f0 = lm_objective(pb, x, w);
+    std::vector<std::vector<double>> jac(n);  // jac[j][i] = ∂r_i/∂x_j
+    for (std::size_t j = 0; j < n; ++j) {
+      auto xh = x;
+      xh[j] += 1e-4;
+      const auto rh = pb.residuals(xh);
+      jac[j].resize(r.size());
+      for (std::size_t i = 0; i < r.size(); ++i) jac[j][i] = (rh[i] - r[i]) / 1e-4;
+    }
+    std::vector<std::vector<double>> a(n, std::vector<double>(n, 0));
+    std::vector<double> g(n, 0);
+    for (std::size_t j = 0; j < n; ++j) {
+      for (std::size_t k = 0; k <= j; ++k) {
+        double s = 0;
+        for (std::size_t i = 0; i < r.size(); ++i) s += w[i] * jac[j][i] * jac[k][i];
+        a[j][k] = a[k][j] = s;
+      }
+      for (std::size_t i = 0; i < r.size(); ++i) g[j] += w[i] * jac[j][i] * r[i];
+      const double ps = pb.prior_weight / pb.sigma[j];
+      a[j][j] += ps * ps;
+      g[j] += ps * prior_residual(pb, x, j);
+    }
+    bool improved = false;
+    for (int tries = 0; tries < 12 && !improved; ++tries) {
+      auto damped = a;
+      for (std::size_t j = 0; j < n; ++j) damped[j][j] += mu * (a[j][j] + 1e-9);
+      std::vector<double> neg(n);
+      for (std::size_t j = 0; j < n; ++j) neg[j] = -g[j];
+      auto step = solve(damped, neg);
+      auto xn = x;
+      for (std::size_t j = 0; j < n; ++j) xn[j] += std::isfinite(step[j]) ? step[j] : 0;
+      lm_clamp(pb, xn);
+      const double f1 = lm_objective(pb, xn, w);
+      if (f1 < f0) {
+        improved = true;
+        const double gain = (f0 - f1) / std::max(f0, 1e-300);
+        x = xn;
+        mu = std::max(mu / 3, 1e-9);
+        if (gain < 1e-9) return x;
+      } else {
+        mu *= 4;
+      }
+    }
+    if (!improved) return x;
+  }
+  return x;
+}
+
+double lm_gaussian(std::mt19937_64& g) {
+  const double u1 = (static_cast<double>(g() >> 11) + 1.0) / 9007199254740993.0;
+  const double u2 = static_cast<double>(g() >> 11) / 9007199254740992.0;
+  return std::sqrt(-2 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+}
+
+}  // namespace lgreco::net

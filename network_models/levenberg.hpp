@@ -1,0 +1,38 @@
+#pragma once
+/// Robust Levenberg–Marquardt in log-parameter space, shared by the single-sweep calibration (fit.hpp)
+/// and the corpus fit (corpus_fit.hpp).
+///
+/// Minimises Σ_i w_i·r_i(x)² + Σ_j (λ·(x_j − μ_j)/σ_j)² over x (ln of the parameters) within [lo, hi],
+/// with Cauchy IRLS weights w_i = 1/√(1 + (r_i/c)²) recomputed from the current point every iteration
+/// (a single bad row cannot pull the fit), a numeric forward-difference Jacobian (step 1e-4) and
+/// multiplicative damping. Deterministic: the same start gives the same end point.
+#include <cstdint>
+#include <functional>
+#include <random>
+#include <vector>
+
+namespace lgreco::net {
+
+/// The problem: data residuals r(x) and the log-normal priors and bounds of each parameter.
+struct LmProblem {
+  std::function<std::vector<double>(const std::vector<double>&)> residuals;
+  std::vector<double> centre;   ///< μ_j = ln(prior centre)
+  std::vector<double> sigma;    ///< σ_j
+  std::vector<double> lo, hi;   ///< bounds of x_j (ln units)
+  double prior_weight = 0.05;   ///< λ: one σ costs as much as a 5 % error on one row
+  double cauchy_scale = 0.05;   ///< c: the ln-error at which a row's weight falls to 1/√2
+  int max_iterations = 200;
+};
+
+/// Cauchy weights of residuals `r`.
+std::vector<double> lm_weights(const LmProblem& pb, const std::vector<double>& r);
+/// The objective at `x` with weights `w`.
+double lm_objective(const LmProblem& pb, const std::vector<double>& x, const std::vector<double>& w);
+/// Clamps `x` into the bounds.
+void lm_clamp(const LmProblem& pb, std::vector<double>& x);
+/// Runs Levenberg–Marquardt from `x` (clamped first by the caller); returns the end point.
+std::vector<double> levenberg_marquardt(const LmProblem& pb, std::vector<double> x);
+/// A standard normal draw from 53-bit uniforms (Box–Muller; portable across standard libraries).
+double lm_gaussian(std::mt19937_64& g);
+
+}  // namespace lgreco::net

@@ -1,0 +1,68 @@
+#pragma once
+/// Constants of the presets, derived from the measurement corpus (tests/data/network/, docs/network-model.md
+/// "Presets"). A preset keeps NCCL's structure (collectives.hpp: algorithms, protocols, per-step latencies,
+/// protocol bandwidth caps) and replaces NCCL's internal tuning values and peak link rates by what the
+/// corpus shows machines achieve:
+///   B_local = η_class · ring bottleneck over non-network links     (η_nvlink or η_pcie by intra class)
+///   B_net   = η_transport · ring bottleneck over network links       (η_rdma, η_plugin, η_socket)
+///   latency = s_lat · NCCL's base and intra-host hop latencies + per network step hop_LL or hop_pipe
+///             of the transport (LL, resp. LL128/Simple)
+///   LL bandwidth × m_LL; LL128/Simple pipelined behind the floor F with the fill min(S/algBw, steps·K/B)
+///   NVLS algBw = κ_nvls · per-GPU NVLink bandwidth, latency L_nvls; NVLS-tree across hosts
+///   tree NIC traffic: S per host and direction on 2 hosts, 2S beyond (collectives.hpp)
+/// Benchmark terms, added only to predictions of a benchmark's figures (net validate, the corpus test):
+/// τ_pytorch per call for torch.distributed measurements, τ_launch per additional GPU when one process
+/// drives all GPUs of a host (nccl-tests -g N).
+#include <array>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "network_models/collectives.hpp"
+
+namespace lgreco::net {
+
+inline constexpr int kNumTransports = 3;  ///< rdma, plugin, socket (Transport order)
+
+/// Every corpus-derived constant (SI units).
+struct CorpusConstants {
+  double eta_nvlink = 1, eta_pcie = 1;                  ///< intra-host achieved fraction by class
+  std::array<double, kNumTransports> eta_net{1, 1, 1};  ///< network achieved fraction by transport
+  std::array<double, kNumTransports> hop_ll_s{};        ///< LL latency per network step by transport
+  std::array<double, kNumTransports> hop_pipe_s{};      ///< LL128/Simple latency per network step by transport
+  double latency_scale = 1;      ///< s_lat on NCCL's base and intra-host hop latencies
+  double ll_bandwidth = 1;       ///< m_LL on NCCL's LL bandwidth
+  double floor_s = 0;            ///< F of the pipelined protocols
+  double fill_bytes = 0;         ///< K of the pipeline fill
+  double nvls_fraction = 5.0 / 6.0;  ///< κ_nvls
+  double nvls_latency_s = 25e-6;     ///< L_nvls
+  double pytorch_overhead_s = 0;     ///< τ_pytorch (benchmark term)
+  double launch_overhead_s = 0;      ///< τ_launch per extra GPU of one process (benchmark term)
+};
+
+/// The constants the presets ship with (fitted on the whole corpus; each one names its rows in the .cpp).
+const CorpusConstants& corpus_constants();
+
+/// Sets the corpus constants into NCCL's parameters `p` (from nccl_params) for topology `t`, embedding `e`.
+void apply_corpus_constants(ModelParams& p, const Topology& t, const Embedding& e, const CorpusConstants& k);
+
+/// How a measurement was taken (the corpus files' benchmark and gpus_per_process fields).
+enum class Benchmark { kNcclTests, kPytorch };
+/// Host-side cost a benchmark adds to every call: τ_pytorch for PyTorch, plus τ_launch·(G − 1) when one
+/// process drives G GPUs (G = 1 for one process per GPU).
+double benchmark_overhead_s(const CorpusConstants& k, Benchmark b, int gpus_per_process);
+
+/// One fitted constant: its name, print factor (SI × factor = printed unit), prior centre and spread
+/// (the prior is log-normal: the fit works on ln of the value), bounds, and access.
+struct ConstantDef {
+  std::string name, unit;
+  double print_factor = 1;
+  double centre = 1, sigma = 1, lo = 0, hi = 0;
+  std::function<double&(CorpusConstants&)> ref;
+};
+
+/// The constants a corpus fit adjusts, with priors from NCCL's values and published facts
+/// (docs/network-model.md "Presets").
+const std::vector<ConstantDef>& corpus_constant_defs();
+
+}  // namespace lgreco::net

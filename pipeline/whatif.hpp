@@ -1,0 +1,45 @@
+#pragma once
+/// What-if studies: the step time of the uncompressed, uniform and adaptive settings of one window
+/// over a grid of node counts and inter-node bandwidths, each point a cluster built from a base
+/// topology (pipeline/cluster.hpp), each prediction planner::predict_step. Time-aware engines
+/// re-plan per point; the others keep the plan they were given.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/json_util.hpp"
+#include "pipeline/cluster.hpp"
+#include "planner/plan.hpp"
+
+namespace lgreco::pipeline {
+
+/// The grid and the base cluster.
+struct WhatIfGrid {
+  std::string topology;                    ///< base cluster (preset name or topology file)
+  std::vector<int> nodes;                  ///< node counts
+  std::vector<double> bandwidths_Bps;      ///< per-node inter-node bandwidths
+  std::optional<int> gpus_per_node;        ///< override of the topology's
+  const Json* network_fit = nullptr;       ///< calibration of the base topology, carried to every point
+  std::string fit_origin;
+  KernelTime kernel_time;
+};
+
+/// One point of the grid.
+struct WhatIfPoint {
+  double bandwidth_Bps = 0;
+  int nodes = 0, ranks = 0;
+  double uncompressed_step_s = 0, uniform_step_s = 0, adaptive_step_s = 0;
+  double uncompressed_exposed_s = 0, uniform_exposed_s = 0, adaptive_exposed_s = 0;
+  double uncompressed_bytes = 0, uniform_bytes = 0, adaptive_bytes = 0;
+  double compute_s = 0;
+};
+
+/// Predicts every point for window `w` and the plan made from it; `opt` are the plan options the
+/// plan was made with (compute model applied). Throws Cancelled between points when interrupted.
+std::vector<WhatIfPoint> whatif(const planner::Window& w, const planner::WindowPlan& plan, const planner::PlanOptions& opt,
+                                const WhatIfGrid& grid);
+
+/// A point as JSON (the keys of `lgreco whatif --format json`).
+Json point_json(const WhatIfPoint& p);
+
+}  // namespace lgreco::pipeline

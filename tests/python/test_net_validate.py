@@ -1,0 +1,73 @@
+"""`lgreco net validate`: predicted against measured collective times from the corpus or nccl-tests output."""
+import json
+import math
+import pathlib
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+CORPUS = REPO / "tests" / "data" / "network"
+
+
+def data_rows(path):
+    return [line for line in path.read_text().splitlines() if line and not line.startswith("#")][1:]
+
+
+def test_validate_corpus_file_json(lgreco):
+    src = CORPUS / "h200-hgx-pytorch.tsv"
+    doc = json.loads(lgreco("net", "validate", src, "--format", "json", check=True).stdout)
+    assert doc["kind"] == "lgreco-net-validate" and doc["schema_version"] == 1
+    assert len(doc["rows"]) == len(data_rows(src))
+    assert doc["config"]["benchmark"] == "pytorch" and doc["config"]["topology"] == "hgx-h200"
+    assert doc["config"]["source"].startswith("https://github.com/")
+    for row in doc["rows"]:
+        # The error is the predicted over measured time, as nccl-tests reports times.
+        assert math.isclose(row["error_pct"], 100 * (row["predicted_us"] / row["measured_us"] - 1), rel_tol=1e-9, abs_tol=1e-9)
+    large = [abs(r["error_pct"]) for r in doc["rows"] if r["size_bytes"] >= 1048576]
+    assert math.isclose(abs(doc["worst"]["at_least_1MiB"]["error_pct"]), max(large))
+
+
+def test_validate_table_and_benchmark_terms(lgreco):
+    src = CORPUS / "h200-hgx-pytorch.tsv"
+    out = lgreco("net", "validate", src, check=True).stdout
+    assert "worst error >= 1 MiB" in out and "worst error < 1 MiB" in out
+    with_torch = json.loads(lgreco("net", "validate", src, "--format", "json", check=True).stdout)["rows"]
+    as_nccl = json.loads(lgreco("net", "validate", src, "--benchmark", "nccl-tests", "--format", "json", check=True).stdout)["rows"]
+    # PyTorch's per-call host cost is one constant added to every row.
+    diffs = {round(a["predicted_us"] - b["predicted_us"], 6) for a, b in zip(with_torch, as_nccl)}
+    assert len(diffs) == 1 and diffs.pop() > 0
+
+
+def test_validate_nccl_tests_file_and_fit(lgreco, shared_dir, tmp_path):
+    src = shared_dir / "data" / "nccl-tests" / "a100x8-nvswitch-allreduce.tsv"
+    p = lgreco("net", "validate", src)
+    assert p.returncode == 2 and "--topology" in p.stderr
+    preset = json.loads(lgreco("net", "validate", src, "--topology", "dgx-a100", "--format", "json", check=True).stdout)
+    assert preset["config"]["gpus_per_process"] == "node"  # the file's command runs -g 8
+    fit = tmp_path / "fit.json"
+    lgreco("net", "calibrate", src, "--topology", "dgx-a100", "-o", fit, check=True)
+    fitted = json.loads(lgreco("net", "validate", src, "--topology", "dgx-a100", "--network-fit", fit, "--format", "json",
+                               check=True).stdout)
+    worst = lambda doc: max(abs(r["error_pct"]) for r in doc["rows"])
+    # A calibration on the very sweep reproduces it far better than any preset.
+    assert worst(fitted) < 10 < worst(preset)
+
+
+def test_validate_bad_input(lgreco, tmp_path):
+    src = CORPUS / "a100-dgx-nccltests.tsv"
+    p = lgreco("net", "validate", src, "--benchmark", "mpi")
+    assert p.returncode == 2 and "--benchmark" in p.stderr and "mpi" in p.stderr
+    bad = tmp_path / "bad.tsv"
+    bad.write_text(src.read_text().replace("# source:", "# origin:"))
+    p = lgreco("net", "validate", bad)
+    assert p.returncode == 1 and "bad.tsv" in p.stderr and "origin" in p.stderr
+
+
+def test_validate_corpus_directory(lgreco):
+    doc = json.loads(lgreco("net", "validate", CORPUS, "--format", "json", check=True).stdout)
+    assert doc["kind"] == "lgreco-net-validate-corpus" and doc["mode"] == "presets"
+    systems = {s["system"] for s in doc["systems"]}
+    assert len(systems) >= 8 and systems == {r["system"] for r in doc["rows"]}
+    assert len(doc["rows"]) == sum(len(data_rows(f)) for f in CORPUS.glob("*.tsv"))
+    p = lgreco("net", "validate", CORPUS, "--topology", "dgx-a100")
+    assert p.returncode == 2 and "corpus directory" in p.stderr
+    p = lgreco("net", "validate", CORPUS / "a100-dgx-nccltests.tsv", "--holdout")
+    assert p.returncode == 2 and "--holdout" in p.stderr
