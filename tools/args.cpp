@@ -104,11 +104,13 @@ bool ArgParser::parse(const std::vector<std::string>& args) {
         o->seen = true;
         continue;
       }
+      // Named as given, with the long name when a short alias was used ("-o/--output").
+      const std::string shown = name == o->name ? name : name + "/" + o->name;
       if (!has_value) {
-        if (i + 1 >= args.size()) throw UsageError(usage_ + ": option '" + name + "' needs a value (" + o->metavar + ")");
+        if (i + 1 >= args.size()) throw UsageError(usage_ + ": option '" + shown + "' needs a value (" + o->metavar + ")");
         value = args[++i];
       }
-      if (value.empty()) throw UsageError(usage_ + ": option '" + name + "' needs a non-empty value (" + o->metavar + ")");
+      if (value.empty()) throw UsageError(usage_ + ": option '" + shown + "' needs a non-empty value (" + o->metavar + ")");
       if (o->values) {
         o->values->push_back(value);
       } else {
@@ -202,6 +204,5 @@ double parse_double(const std::string& option, const std::string& text) {
   return v;
 }
 
-bool stderr_is_tty() { return ::isatty(2) == 1; }
 
 }  // namespace lgreco::cli

@@ -69,7 +69,5 @@ std::vector<std::string> split_list(const std::string& text, char sep = ',');
 long long parse_int(const std::string& option, const std::string& text, long long lo = INT_MIN, long long hi = INT_MAX);
 /// Parses a floating-point option value; UsageError naming the option on failure.
 double parse_double(const std::string& option, const std::string& text);
-/// True when stderr is a terminal (progress lines are shown only then).
-bool stderr_is_tty();
 
 }  // namespace lgreco::cli

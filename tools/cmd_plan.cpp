@@ -22,6 +22,7 @@
 #include "tools/command.hpp"
 #include "tools/loop_args.hpp"
 #include "tools/plan_report.hpp"
+#include "tools/ranks.hpp"
 
 namespace lgreco::cli {
 namespace {
@@ -145,7 +146,9 @@ int run_trace_form(const Flags& f, LoopRequest& req, const PlanOptions& opt, Jso
   }
   if (f.forward.size()) o.compute.forward_s = opt.forward_s;
   o.compute.recorded_scale = compute_scale;
+  o.engine = ranks().engine;
   const pipeline::LoopResult r = pipeline::run_closed_loop(req.trace, o, cost, stderr_progress());
+  print_layout_note(r.replay_layout);
   if (cost && !r.compute.note.empty()) std::cerr << "lgreco: note: " << r.compute.note << "\n";
   refuse_infeasible(r.plans, req.trace, f.allow_infeasible);
   Json loop = pipeline::loop_config(o, r);

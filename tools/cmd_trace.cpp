@@ -1,4 +1,5 @@
 // `lgreco trace synth|info|validate`: write synthetic traces, describe and check trace files.
+#include <memory>
 #include <fmt/format.h>
 
 #include <climits>
@@ -14,6 +15,7 @@
 #include "tools/command.hpp"
 #include "traces/presets.hpp"
 #include "traces/reader.hpp"
+#include "tools/progress.hpp"
 #include "traces/synth.hpp"
 #include "traces/validate.hpp"
 
@@ -23,14 +25,12 @@ namespace {
 using traces::LayerStats;
 using traces::TraceReader;
 
-// Progress on stderr, only when it is a terminal.
+// Counted progress of a trace command (tools/progress.hpp).
 struct Progress {
-  bool on = stderr_is_tty();
-  std::string label;
-  void operator()(std::int64_t done, std::int64_t total) const {
-    if (!on) return;
-    std::cerr << "\r" << label << " " << done << "/" << total << (done == total ? "\n" : "") << std::flush;
-  }
+  std::shared_ptr<ProgressLine> line;
+  std::string unit;
+  Progress(const std::string& stage, std::string u) : line(std::make_shared<ProgressLine>(stage)), unit(std::move(u)) {}
+  void operator()(std::int64_t done, std::int64_t total) const { line->count(done, total, unit); }
 };
 
 int run_synth(const std::vector<std::string>& args) {
@@ -98,7 +98,7 @@ int run_synth(const std::vector<std::string>& args) {
   const auto& preset = *preset_ptr;
   const Overwrite policy = force ? Overwrite::kAllow : Overwrite::kRefuse;
   check_writable_destination(out, policy);  // before any work
-  Progress progress{stderr_is_tty(), "trace synth: layer-steps"};
+  Progress progress{"trace synth", "layer-steps"};
   traces::synthesize_trace(preset, o, out, policy, std::cref(progress));
   const TraceReader r(out);
   std::cout << fmt::format("wrote {}: model {}, {} layers, {} steps in {} bursts, {}, {}\n", out, preset.name,
@@ -130,7 +130,7 @@ int run_info(const std::vector<std::string>& args) {
   p.positional("FILE", &file, "trace file (HDF5, docs/trace-format.md)").format(&fmt);
   if (!p.parse(args)) return 0;
   const TraceReader r(file);
-  Progress progress{stderr_is_tty(), "trace info: layers"};
+  Progress progress{"trace info", "layers"};
   const auto stats = traces::scan_trace(r, [&](std::size_t i) {
     progress(static_cast<std::int64_t>(i + 1), static_cast<std::int64_t>(r.layers().size()));
   });
@@ -202,10 +202,10 @@ int run_validate(const std::vector<std::string>& args) {
               "and dataset) and the per-layer NaN/Inf counts.");
   p.positional("FILE", &file, "trace file (HDF5, docs/trace-format.md)").format(&fmt);
   if (!p.parse(args)) return 0;
-  Progress progress{stderr_is_tty(), "trace validate: layers"};
+  Progress progress{"trace validate", "layers"};
   std::size_t nlayers = 0;
   const auto report = traces::validate_trace(file, [&](std::size_t i) { progress(static_cast<std::int64_t>(++nlayers), -1); });
-  if (progress.on && nlayers > 0) std::cerr << "\n";
+  if (nlayers > 0) progress.line->show(1.0, std::to_string(nlayers) + " layers");
   if (fmt == Format::kJson) {
     Json layers = Json::array();
     for (std::size_t i = 0; i < report.stats.size(); ++i) {

@@ -1,6 +1,8 @@
 // The lgreco command-line tool. The only place that catches exceptions: it prints one line,
 // "lgreco: error: <what>", and returns 1 (runtime), 2 (usage) or 128 + signal (interrupted:
-// 130 for SIGINT, 143 for SIGTERM).
+// 130 for SIGINT, 143 for SIGTERM). Started by an MPI launcher with several ranks, it initialises
+// MPI, rank 0 runs the command and the other ranks serve its replays (pipeline/distributed.hpp);
+// every rank prints the same error line and exits with the same code.
 #include <unistd.h>
 
 #include <algorithm>
@@ -9,8 +11,10 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <iostream>
 #include <new>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,7 +24,11 @@
 #include "core/error.hpp"
 #include "core/provenance.hpp"
 #include "core/text.hpp"
+#include "pipeline/comm.hpp"
+#include "pipeline/distributed.hpp"
 #include "tools/command.hpp"
+#include "tools/progress.hpp"
+#include "tools/ranks.hpp"
 
 namespace lgreco::cli {
 
@@ -67,7 +75,8 @@ void install_signal_handlers() {
 
 // Prints `what` as one error line with one "lgreco: error: " prefix: a message that already
 // starts with "lgreco" (a command's usage words, "lgreco export: ...") loses that word, and
-// control characters from names read in files are escaped.
+// control characters from names read in files are escaped. The line goes out in one write: under
+// an MPI launcher every rank prints it, and the launcher interleaves separate writes.
 int report(std::string what, int code) {
   for (const char* prefix : {"lgreco: error: ", "lgreco: ", "lgreco "}) {
     if (what.rfind(prefix, 0) == 0) {
@@ -75,7 +84,10 @@ int report(std::string what, int code) {
       break;
     }
   }
-  std::cerr << "lgreco: error: " << lgreco::printable(what) << std::endl;
+  const std::string line = "lgreco: error: " + lgreco::printable(what) + "\n";
+  std::cout.flush();
+  std::fwrite(line.data(), 1, line.size(), stderr);
+  std::fflush(stderr);
   return code;
 }
 
@@ -98,11 +110,10 @@ int check_stdout(int code) {
                 code == 0 ? 1 : code);
 }
 
-int run_command(const lgreco::cli::Command& cmd, const std::vector<std::string>& args) {
+// The exit code and the one line for a failure.
+int report(const std::exception_ptr& failure) {
   try {
-    const int code = cmd.run(args);
-    if (lgreco::cancel_requested()) return interrupted("");
-    return code;
+    std::rethrow_exception(failure);
   } catch (const lgreco::UsageError& e) {
     return report(e.what(), 2);
   } catch (const lgreco::FieldError& e) {
@@ -119,38 +130,39 @@ int run_command(const lgreco::cli::Command& cmd, const std::vector<std::string>&
   } catch (const std::exception& e) {
     if (lgreco::cancel_requested()) return interrupted("; no output written");
     return report(e.what(), 1);
+  } catch (...) {
+    return report("unknown failure", 1);
   }
 }
 
 void print_usage(std::ostream& out) {
-  out << "usage: lgreco <command> [options]   (lgreco <command> --help for details)\n\n"
+  out << "usage: lgreco [--quiet] <command> [options]   (lgreco <command> --help for details)\n\n"
       << "Trace-driven simulator and planner for layer-wise adaptive gradient compression.\n\ncommands:\n";
   auto cmds = lgreco::cli::registry();
   std::sort(cmds.begin(), cmds.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
   for (const auto& c : cmds) {
     out << "  " << c.name << std::string(c.name.size() < 18 ? 18 - c.name.size() : 1, ' ') << c.summary << "\n";
   }
+  out << "\n--quiet: no progress lines (on a terminal a line redrawn in place; otherwise a line every 10 s of\n"
+         "long work, LGRECO_PROGRESS_INTERVAL=<seconds> to change it).\n"
+         "exit codes: 0 done, 1 failed (one 'lgreco: error:' line), 2 usage error, 130/143 interrupted by SIGINT/SIGTERM.\n";
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  std::vector<std::string> args(argv + 1, argv + argc);
-  lgreco::set_command_line(std::vector<std::string>(argv, argv + argc));
-  install_signal_handlers();
-
+// Finds and runs the command named by `args` (usage errors are returned, failures thrown).
+int dispatch(const std::vector<std::string>& args) {
   if (args.empty() || args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
     print_usage(args.empty() ? std::cerr : std::cout);
-    return check_stdout(args.empty() ? 2 : 0);
+    return args.empty() ? 2 : 0;
   }
   if (args[0] == "--list-commands") {  // machine-readable, one command name per line (tests, completion)
     for (const auto& c : lgreco::cli::registry()) std::cout << c.name << "\n";
-    return check_stdout(0);
+    return 0;
   }
   if (args[0] == "--version" || args[0] == "version") {
     std::cout << "lgreco " << lgreco::build_info::version() << " (" << lgreco::build_info::git_sha() << ", "
-              << lgreco::build_info::build_type() << ", cuda " << (lgreco::build_info::cuda() ? "on" : "off") << ")\n";
-    return check_stdout(0);
+              << lgreco::build_info::build_type() << ", cuda " << (lgreco::build_info::cuda() ? "on" : "off") << ", mpi "
+              << (lgreco::pipeline::MpiSession::available() ? "on" : "off") << ")\n";
+    return 0;
   }
 
   // Longest registered name that prefixes the arguments ("trace synth" wins over "trace").
@@ -184,6 +196,56 @@ int main(int argc, char** argv) {
     return 2;
   }
 
-  const int code = run_command(*best, std::vector<std::string>(args.begin() + static_cast<long>(best_words), args.end()));
+  return best->run(std::vector<std::string>(args.begin() + static_cast<long>(best_words), args.end()));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  // --quiet anywhere silences progress lines (tools/progress.hpp); results and errors still print.
+  if (const auto q = std::remove(args.begin(), args.end(), std::string("--quiet")); q != args.end()) {
+    args.erase(q, args.end());
+    lgreco::cli::set_quiet(true);
+  }
+  lgreco::set_command_line(std::vector<std::string>(argv, argv + argc));
+
+  // MPI only when a launcher started several ranks: a plain run never touches it.
+  std::optional<lgreco::pipeline::MpiSession> mpi;
+  int launcher_ranks = 0;
+  if (lgreco::cli::started_by_mpi_launcher(&launcher_ranks) && launcher_ranks != 1) {
+    if (!lgreco::pipeline::MpiSession::available() && launcher_ranks > 1) {
+      return report("started by an MPI launcher with " + std::to_string(launcher_ranks) +
+                        " ranks, but this build has no MPI (configure with -DLGRECO_MPI=ON)",
+                    2);
+    }
+    if (lgreco::pipeline::MpiSession::available()) {
+      try {
+        mpi.emplace();
+      } catch (...) {
+        return report(std::current_exception());
+      }
+    }
+  }
+  // After MPI_Init, so that these handlers are the ones in force.
+  install_signal_handlers();
+
+  int code = 0;
+  try {
+    if (mpi && mpi->world().size() > 1) {
+      auto& world = mpi->world();
+      lgreco::cli::ranks().size = world.size();
+      lgreco::cli::ranks().on_node = world.node_size();
+      code = lgreco::pipeline::run_on_ranks(world, [&](const lgreco::pipeline::ReplayEngine& engine) {
+        lgreco::cli::ranks().engine = &engine;
+        return dispatch(args);
+      });
+    } else {
+      code = dispatch(args);
+    }
+    if (lgreco::cancel_requested()) code = interrupted("");
+  } catch (...) {
+    code = report(std::current_exception());
+  }
   return check_stdout(code);
 }

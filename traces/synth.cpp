@@ -96,8 +96,8 @@ void check_synth_options(const SynthOptions& o) {
   const auto last = checked_mul(nbursts - 1, o.burst_spacing);
   const auto end = last ? checked_add(*last, o.first_step + len) : std::nullopt;
   if (!end || *end > kMaxSynthStepId) {
-    bad("--burst-spacing " + std::to_string(o.burst_spacing) + " with " + std::to_string(nbursts) +
-        " bursts puts step ids beyond " + std::to_string(kMaxSynthStepId));
+    bad("burst_spacing", std::to_string(o.burst_spacing) + " with " + std::to_string(nbursts) + " bursts puts step ids beyond " +
+                             std::to_string(kMaxSynthStepId));
   }
 }
 
