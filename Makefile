@@ -6,7 +6,7 @@ JOBS    ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 LGRECO  := $(abspath $(BUILD))/tools/lgreco
 
-.PHONY: all deps configure build test test-cpp test-python demo bench notebooks gpu-check clean
+.PHONY: all deps configure build build-tool test test-cpp test-python test-sanitize demo bench notebooks gpu-check clean
 
 all: build
 
@@ -20,6 +20,10 @@ configure: deps
 build: configure
 	@cmake --build $(BUILD) -j $(JOBS)
 
+# Only the lgreco binary and what it links (no test executables): what the demo needs.
+build-tool: configure
+	@cmake --build $(BUILD) -j $(JOBS) --target lgreco
+
 test: build
 	@$(MAKE) --no-print-directory test-cpp test-python
 
@@ -29,7 +33,7 @@ test-cpp:
 test-python:
 	LGRECO_BIN=$(LGRECO) PYTHONPATH=$(abspath python) $(PY) -m pytest -q tests/python
 
-demo: build
+demo: build-tool
 	@bash scripts/demo.sh $(LGRECO)
 
 bench: deps

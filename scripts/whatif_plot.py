@@ -57,10 +57,15 @@ def plot(doc, out, title=None):
     ax.legend(fontsize=7, ncol=2)
     fig.tight_layout()
     folder = os.path.dirname(os.path.abspath(out))
-    fd, tmp = tempfile.mkstemp(prefix=".whatif-", suffix=".png", dir=folder)
+    fd, tmp = tempfile.mkstemp(prefix=os.path.basename(out) + ".tmp.", suffix=".png", dir=folder)
     os.close(fd)
     try:
         fig.savefig(tmp, format="png")
+        # mkstemp creates the file private (0600); the plot gets a plain file's mode like every
+        # other lgreco output (0666 minus the umask).
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, out)
     except BaseException:
         os.unlink(tmp)

@@ -36,6 +36,9 @@
 
 namespace lgreco::traces {
 
+/// Largest step id the generator writes (2^40: ids stay exact in a double and far from overflow).
+inline constexpr std::int64_t kMaxSynthStepId = std::int64_t{1} << 40;
+
 /// Knobs of the generator and of the trace it writes.
 struct SynthOptions {
   std::int64_t steps = 8;             ///< recorded steps T (≥ 1)
