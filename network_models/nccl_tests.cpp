@@ -112,6 +112,7 @@ NcclTestsRun parse_nccl_tests(const std::string& text, const std::string& origin
     run.points.push_back({size, time_us * 1e-6});
   }
   if (run.points.empty()) throw InputError(origin + ": no nccl-tests result rows found (is this the output of all_reduce_perf or a size_bytes/time_us TSV?)");
+  run.gpus_per_process = gpus_flag ? gpus_flag : ngpus;
   if (rank_lines > 0) {
     run.ranks = rank_lines;
   } else if (gpus_flag) {

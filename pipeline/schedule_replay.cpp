@@ -3,8 +3,10 @@
 #include <limits>
 #include <map>
 #include <numeric>
+#include <set>
 
 #include "core/error.hpp"
+#include "core/text.hpp"
 #include "kernels/wire.hpp"
 #include "sim/replay_windows.hpp"
 
@@ -23,7 +25,13 @@ std::vector<kernels::MethodSpec> phase_settings(const planner::Phase& ph, const 
     out.push_back(*it->second);
   }
   if (by_name.size() != layers.size()) {
-    throw ConfigError(where + ": " + std::to_string(by_name.size()) + " parameters, the trace has " + std::to_string(layers.size()));
+    std::set<std::string> in_trace;
+    for (const auto& l : layers) in_trace.insert(l.name);
+    for (const auto& [name, m] : by_name) {
+      if (!in_trace.count(name))
+        throw ConfigError(where + ": parameter " + quote_name(name) + " is not in the trace (" + std::to_string(by_name.size()) +
+                          " parameters, the trace has " + std::to_string(layers.size()) + ")");
+    }
   }
   return out;
 }

@@ -73,8 +73,13 @@ PlanOptions plan_options(const Flags& f, const ArgParser& p, Json& config) {
     throw UsageError(std::string(o.budget.kind == Budget::Kind::kAlpha ? "--alpha " + f.alpha : "--error-budget " + f.error_budget) +
                      ": expected a number >= 0");
   }
-  if (p.given("--include")) o.include_re = f.include;
-  if (p.given("--exclude")) o.exclude_re = f.exclude;
+  // An expression the planner cannot use is the flag's usage error, found before any work.
+  const auto pattern = [](const char* flag, const std::string& re) {
+    flag_value(flag, [&] { return compile_name_pattern(re); });
+    return re;
+  };
+  if (p.given("--include")) o.include_re = pattern("--include", f.include);
+  if (p.given("--exclude")) o.exclude_re = pattern("--exclude", f.exclude);
   for (const auto& pin : f.pins) {
     const auto eq = pin.find('=');
     if (eq == std::string::npos || eq == 0) throw UsageError("--pin '" + pin + "': expected name=method[:key=value,...]");

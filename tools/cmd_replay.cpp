@@ -49,9 +49,9 @@ int run_replay(const std::vector<std::string>& args) {
   opt.only = phase;
   // Ranks on one machine share its cores: by default each takes its share (tools/ranks.hpp).
   opt.threads = threads.empty() ? std::max(1u, sim::resolve_threads(0) / static_cast<unsigned>(std::max(1, ranks().on_node)))
-                                : sim::resolve_threads(static_cast<int>(parse_int("--threads", threads)));
+                                : sim::resolve_threads(static_cast<int>(parse_int("--threads", threads, 1, 4096)));
   opt.backend = sim::resolve_backend(backend);
-  opt.seed = static_cast<std::uint64_t>(parse_int("--seed", seed));
+  opt.seed = static_cast<std::uint64_t>(parse_int("--seed", seed, 0, std::numeric_limits<int>::max()));
   try {
     opt.memory_limit_bytes = memory_limit.empty() ? default_memory_limit_bytes() : static_cast<double>(units::parse_bytes(memory_limit));
   } catch (const ConfigError& e) {

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
+#include <limits>
 #include <numeric>
 
 #include "core/error.hpp"
@@ -60,7 +61,13 @@ int run_scaleout(const std::vector<std::string>& args) {
     steps = source->steps();
     name = source->model();
   } else {
-    const auto& preset = traces::find_model_preset(model);
+    const traces::ModelPreset* found = nullptr;
+    try {
+      found = &traces::find_model_preset(model);
+    } catch (const ConfigError& e) {
+      throw UsageError(std::string("--model: ") + e.what());
+    }
+    const auto& preset = *found;
     for (const auto& t : preset.tensors) {
       sim::SourceLayer l;
       l.name = t.name;
@@ -68,8 +75,7 @@ int run_scaleout(const std::vector<std::string>& args) {
       l.numel = static_cast<std::uint64_t>(traces::numel_of(t.shape));
       layers.push_back(std::move(l));
     }
-    const long long n = parse_int("--steps", steps_text);
-    if (n < 1) throw UsageError("--steps: expected an integer >= 1, got " + steps_text);
+    const long long n = parse_int("--steps", steps_text, 1, std::numeric_limits<int>::max());
     steps.resize(static_cast<std::size_t>(n));
     std::iota(steps.begin(), steps.end(), std::max<std::int64_t>(0, o.windows.warmup_steps));
     name = preset.name;

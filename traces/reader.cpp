@@ -185,15 +185,20 @@ void TraceReader::Impl::read_layers() {
   h5::check(H5Gget_info(g.get(), &info), ctx + ": /layers", "cannot list members (corrupt?)");
   const std::size_t n = info.nlinks;
   if (n == 0) throw TraceError(ctx + ": /layers has no layer groups (a trace holds at least one layer)");
+  // The member names first: a missing group is reported as such, not as the layer table that
+  // its absence makes inconsistent (a backward order out of range, ...).
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::string gpath = layer_group_path(i);
+    if (!h5::exists(file.get(), gpath)) {
+      throw TraceError(ctx + ": " + gpath + ": group is missing (/layers has " + std::to_string(n) +
+                       " members; they must be named 000000 to " + layer_group_path(n - 1).substr(8) + ")");
+    }
+  }
   std::set<std::string> names;
   std::set<std::int64_t> orders;
   for (std::size_t i = 0; i < n; ++i) {
     const std::string gpath = layer_group_path(i);
     const std::string lctx = ctx + ": " + gpath;
-    if (!h5::exists(file.get(), gpath)) {
-      throw TraceError(lctx + ": group is missing (/layers has " + std::to_string(n) +
-                       " members; they must be named 000000 to " + layer_group_path(n - 1).substr(8) + ")");
-    }
     h5::Handle lg = h5::checked(H5Gopen2(file.get(), gpath.c_str(), H5P_DEFAULT), lctx, "is not a group");
     TraceLayer l;
     l.name = h5::read_attr_string(lg.get(), "name", lctx);

@@ -3,11 +3,13 @@ case folder that writes the case's inputs there; everything is generated (nothin
 committed: a "3 GiB" file is sparse, a "100,000 levels" JSON is 200 kB)."""
 import json
 import os
+import pathlib
 import shutil
 
 import h5py
 import numpy as np
 
+REPO = pathlib.Path(__file__).resolve().parents[2]
 DEEP = 100_000  # JSON nesting of the deep cases (the limit is 512)
 SIGNATURE = b"\x89HDF\r\n\x1a\n"
 
@@ -60,6 +62,31 @@ def h5_edit(base_name, edit, name=None):
         shutil.copy(base[base_name], path)
         with h5py.File(path, "r+") as f:
             edit(f)
+    make.needs_base = True
+    return make
+
+
+def cut(base_name, keep=0.5, name=None):
+    """A base file truncated to the first `keep` fraction of its bytes (an interrupted copy)."""
+    def make(d, base):
+        data = base[base_name].read_bytes()
+        (d / (name or base_name)).write_bytes(data[: int(len(data) * keep)])
+    make.needs_base = True
+    return make
+
+
+def noise(name, size=50_000, signature=False, seed=1):
+    """`size` random bytes; with `signature`, behind the 8-byte HDF5 signature (a corrupt HDF5 file)."""
+    def make(d):
+        data = np.random.default_rng(seed).bytes(size)
+        (d / name).write_bytes(SIGNATURE + data[len(SIGNATURE):] if signature else data)
+    return make
+
+
+def text_edit(base_name, edit, name=None):
+    """A base text file changed by `edit(str) -> str`."""
+    def make(d, base):
+        (d / (name or base_name)).write_text(edit(base[base_name].read_text()))
     make.needs_base = True
     return make
 
@@ -137,9 +164,16 @@ def nccl_log(ranks=16, collective="all_reduce_perf", extra_header=""):
             + "\n".join(rows) + "\n")
 
 
+def layers_doc():
+    """A small valid `simulate --layers` file."""
+    return {"batch_per_gpu": 8, "tensors": [{"name": "fc1.weight", "shape": [64, 32]}, {"name": "fc1.bias", "shape": [64]},
+                                            {"name": "emb.weight", "shape": [100, 16], "uses_per_sample": 4}]}
+
+
 class Base(dict):
     """The session's valid files by name: trace.h5, core.h5, tables.json, tables.h5, schedule.json,
-    topology.json, sweep.log."""
+    topology.json, sweep.log; trace_schedule.json (planned from trace.h5, so that replay runs it),
+    fit.json (calibrated on sweep.log), layers.json, profile.json (the shipped A100 estimate)."""
 
     def __init__(self, folder, lgreco, make_tables, write_tables_h5):
         super().__init__()
@@ -159,6 +193,15 @@ class Base(dict):
         self["topology.json"].write_text(json.dumps(topology_doc()))
         self["sweep.log"] = folder / "sweep.log"
         self["sweep.log"].write_text(nccl_log())
+        self["trace_schedule.json"] = folder / "trace_schedule.json"
+        lgreco("plan", "--trace", self["trace.h5"], "--topology", "2x8xA100-1x25G", "--period", "3", "--acc-steps", "3",
+               "--warmup-steps", "0", "-o", self["trace_schedule.json"], check=True)
+        self["fit.json"] = folder / "fit.json"
+        lgreco("net", "calibrate", self["sweep.log"], "--topology", "2x8xA100-1x25G", "-o", self["fit.json"], check=True)
+        self["layers.json"] = folder / "layers.json"
+        self["layers.json"].write_text(json.dumps(layers_doc()))
+        self["profile.json"] = folder / "profile.json"
+        shutil.copy(REPO / "kernels" / "profiles" / "a100.json", self["profile.json"])
 
 
 def tmp_files(folder):
