@@ -55,7 +55,7 @@ void report(const char* mode, const std::string& model, double seconds, double c
 
 // Regenerates layer `l` for all steps and compares with the file; returns mismatching values.
 std::int64_t verify_layer(const TraceReader& r, const ModelPreset& m, const SynthOptions& o, std::size_t l) {
-  LayerGenerator g(m.tensors[l], l, m.tensors.size(), o);
+  LayerGenerator g(m.tensors, l, o);
   const auto n = static_cast<std::size_t>(r.layers()[l].numel);
   std::vector<float> expect(n), got(n);
   std::int64_t bad = 0;
@@ -93,7 +93,7 @@ int main(int argc, char** argv) {
       double checksum = 0;
       const auto ids = synth_step_ids(o);
       for (std::size_t l = 0; l < m.tensors.size(); ++l) {
-        LayerGenerator g(m.tensors[l], l, m.tensors.size(), o);
+        LayerGenerator g(m.tensors, l, o);
         buf.resize(static_cast<std::size_t>(numel_of(m.tensors[l].shape)));
         for (auto id : ids) {
           g.generate(id, buf);

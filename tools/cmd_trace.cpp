@@ -34,13 +34,15 @@ struct Progress {
 };
 
 int run_synth(const std::vector<std::string>& args) {
-  std::string model, steps, bursts, burst_length, spacing, dtype = "float32", seed, world, decay, rho, tail, rank, noise,
-                                                            scale, deflate, threads, tflops, out;
+  std::string model, steps, bursts, burst_length, spacing, dtype = "float32", seed, world, profile = "measured", decay,
+      rho, tail, rank, noise, scale, deflate, threads, tflops, out;
   bool force = false;
   ArgParser p("lgreco trace synth",
               "Write a synthetic gradient trace of a model preset (see `lgreco models`): per layer a low-rank\n"
-              "matrix with spectral decay, AR(1) step-to-step correlation and heavy-tailed noise\n"
-              "(the model is stated in docs/trace-format.md and traces/synth.hpp). Deterministic from --seed.");
+              "matrix with spectral decay, AR(1) step-to-step correlation and noise. The default profile,\n"
+              "measured, sets norm, spectrum, correlation and tails by layer class, depth and size as fitted to\n"
+              "recorded traces; flat is the earlier generator with the same structure in every layer\n"
+              "(docs/synthetic-traces.md, traces/synth.hpp). Deterministic from --seed.");
   p.option("--model", &model, "NAME", "model preset (required)", true)
       .option("--steps", &steps, "N", "recorded steps (required)", true)
       .option("--bursts", &bursts, "K", "split the steps into K bursts of consecutive ids (default 1)")
@@ -49,12 +51,13 @@ int run_synth(const std::vector<std::string>& args) {
       .option("--dtype", &dtype, "float32|float16|bfloat16", "storage dtype (default float32)")
       .option("--seed", &seed, "S", "random seed (default 0)")
       .option("--world-size", &world, "W", "data-parallel workers recorded in the trace (default 1)")
-      .option("--decay", &decay, "X", "spectral decay exponent: sigma_r = (r+1)^-X (default 1.0)")
-      .option("--rho", &rho, "X", "AR(1) step-to-step correlation of the low-rank factors, [0,1) (default 0.9)")
-      .option("--tail", &tail, "NU", "Student-t degrees of freedom of the noise (> 2), 0 = Gaussian (default 4)")
-      .option("--rank-terms", &rank, "R", "rank-1 terms per layer (default 16)")
-      .option("--noise", &noise, "X", "noise norm relative to the low-rank part (default 0.3)")
-      .option("--scale", &scale, "X", "base element RMS of the gradients (default 1e-3)")
+      .option("--profile", &profile, "measured|flat", "per-layer parameters: measured (default) or flat")
+      .option("--decay", &decay, "X", "spectral decay exponent of every layer: sigma_r = (r+1)^-X (flat default 1.0)")
+      .option("--rho", &rho, "X", "AR(1) step-to-step correlation of every layer's factors, [0,1) (flat default 0.9)")
+      .option("--tail", &tail, "NU", "Student-t degrees of freedom of every layer's noise (> 2), 0 = Gaussian (flat default 4)")
+      .option("--rank-terms", &rank, "R", "rank-1 terms per layer (default 8 measured, 16 flat)")
+      .option("--noise", &noise, "X", "every layer's noise norm relative to the low-rank part (flat default 0.3)")
+      .option("--scale", &scale, "X", "element RMS of a reference layer (default 1e-3)")
       .option("--deflate", &deflate, "0-9", "HDF5 deflate level (default 1)")
       .option("--threads", &threads, "N", "generator threads (default: all cores)")
       .option("--compute-tflops", &tflops, "X", "also write compute_time_s = backward FLOPs / (X TFLOP/s)")
@@ -79,6 +82,11 @@ int run_synth(const std::vector<std::string>& args) {
     o.seed = static_cast<std::uint64_t>(s);
   }
   if (p.given("--world-size")) o.world_size = parse_int("--world-size", world);
+  try {
+    o.profile = traces::parse_synth_profile(profile);
+  } catch (const ConfigError& e) {
+    throw UsageError(std::string("lgreco trace synth: --profile: ") + e.what());
+  }
   if (p.given("--decay")) o.decay = parse_double("--decay", decay);
   if (p.given("--rho")) o.rho = parse_double("--rho", rho);
   if (p.given("--tail")) o.tail = parse_double("--tail", tail);

@@ -47,7 +47,7 @@ const std::vector<ModelPreset>& model_presets() {
   static const std::vector<ModelPreset> presets = {
       detail::make_resnet18_cifar(), detail::make_resnet50(), detail::make_transformer_xl_base(),
       detail::make_gpt2(),           detail::make_bert_base(), detail::make_vit_b16(),
-      detail::make_llama2_7b(),
+      detail::make_llama2_7b(),     detail::make_digits_resnet(), detail::make_charlm(),
   };
   return presets;
 }
@@ -127,6 +127,41 @@ ModelPreset make_resnet50() {
     }
   }
   b.linear("fc", 2048, 1000, true, 1);
+  return m;
+}
+
+// examples/digits_cnn.py (width 32): a ResNet in miniature for scikit-learn's 8x8 digits upsampled
+// to 16x16: 3x3 stem 1→32 + BatchNorm, three stages of two basic blocks at widths 32, 64, 128 (the
+// first block of stages 2 and 3 halves the resolution and has a 1x1 projection shortcut), a linear
+// classifier for 10 classes; convolutions without bias; batch 32.
+ModelPreset make_digits_resnet() {
+  ModelPreset m{"digits-resnet", "examples/digits_cnn.py (ResNet in miniature, 16x16 digits, widths 32/64/128, 10 classes)",
+                {}, 32};
+  PresetBuilder b(m.tensors);
+  std::int64_t side = 16;
+  b.conv("conv1", 1, 32, 3, false, side * side);
+  b.norm("bn1", 32, side * side);
+  std::int64_t in = 32;
+  const std::int64_t widths[3] = {32, 64, 128};
+  for (int stage = 0; stage < 3; ++stage) {
+    for (int blk = 0; blk < 2; ++blk) {
+      const std::int64_t out = widths[stage];
+      const bool down = blk == 0 && stage > 0;
+      if (down) side /= 2;
+      const std::string p = "layer" + std::to_string(stage + 1) + "." + std::to_string(blk) + ".";
+      const std::int64_t pos = side * side;
+      b.conv(p + "conv1", in, out, 3, false, pos);
+      b.norm(p + "bn1", out, pos);
+      b.conv(p + "conv2", out, out, 3, false, pos);
+      b.norm(p + "bn2", out, pos);
+      if (down || in != out) {
+        b.conv(p + "shortcut.0", in, out, 1, false, pos);
+        b.norm(p + "shortcut.1", out, pos);
+      }
+      in = out;
+    }
+  }
+  b.linear("linear", 128, 10, true, 1);
   return m;
 }
 

@@ -41,7 +41,9 @@ struct ModelPreset {
   std::uint64_t parameters() const;
 };
 
-/// All presets: resnet18, resnet50, transformer-xl-base, gpt2, bert-base, vit-b16, llama2-7b.
+/// All presets: resnet18, resnet50, transformer-xl-base, gpt2, bert-base, vit-b16, llama2-7b, and the
+/// two small models of examples/ whose recorded traces the synthetic profile was fitted to:
+/// digits-resnet and charlm.
 const std::vector<ModelPreset>& model_presets();
 /// The preset called `name`; ConfigError listing the known names otherwise.
 const ModelPreset& find_model_preset(const std::string& name);

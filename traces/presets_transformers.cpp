@@ -134,4 +134,31 @@ ModelPreset make_llama2_7b() {
   return m;
 }
 
+// examples/charlm.py as recorded for docs/synthetic-traces.md (--d-model 128 --layers 4): a
+// character-level pre-LN transformer LM on the licence texts of /usr/share/common-licenses (86
+// distinct characters on Debian 12), context 32, 4 heads, MLP 4·d, batch 16 per process. Count:
+// embeddings 86·128 + 32·128 = 15,104; per block LN 256 + qkv 384·128 + 384 + proj 128·128 + 128
+// + LN 256 + fc 512·128 + 512 + out 128·512 + 128 = 198,272, ×4 = 793,088; ln_f 256; head 86·128
+// + 86 = 11,094. Total 819,542.
+ModelPreset make_charlm() {
+  constexpr std::int64_t kVocab = 86, kD = 128, kCtx = 32;
+  ModelPreset m{"charlm", "examples/charlm.py --d-model 128 --layers 4 (character LM, 86-character vocabulary, context 32)",
+                {}, 16};
+  PresetBuilder b(m.tensors);
+  b.add("pos_emb", {kCtx, kD}, LayerKind::kEmbedding, 1);  // the root's own parameter comes first
+  b.add("tok_emb.weight", {kVocab, kD}, LayerKind::kEmbedding, kCtx);
+  for (int l = 0; l < 4; ++l) {
+    const std::string p = "blocks." + std::to_string(l) + ".";
+    b.norm(p + "ln1", kD, kCtx);
+    b.linear(p + "qkv", kD, 3 * kD, true, kCtx);
+    b.linear(p + "proj", kD, kD, true, kCtx);
+    b.norm(p + "ln2", kD, kCtx);
+    b.linear(p + "fc", kD, 4 * kD, true, kCtx);
+    b.linear(p + "out", 4 * kD, kD, true, kCtx);
+  }
+  b.norm("ln_f", kD, kCtx);
+  b.linear("head", kD, kVocab, true, kCtx);
+  return m;
+}
+
 }  // namespace lgreco::traces::detail

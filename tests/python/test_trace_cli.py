@@ -14,7 +14,7 @@ from conftest import lgreco_bin
 
 EXPECTED = {
     "resnet18": 11173962, "resnet50": 25557032, "transformer-xl-base": 191950298, "gpt2": 124439808,
-    "bert-base": 109482240, "vit-b16": 86567656, "llama2-7b": 6738415616,
+    "bert-base": 109482240, "vit-b16": 86567656, "llama2-7b": 6738415616, "digits-resnet": 696042, "charlm": 819542,
 }
 
 

@@ -32,6 +32,9 @@ TEST_CASE("presets have the published parameter counts", "[presets]") {
   CHECK(find_model_preset("bert-base").parameters() == 109482240u);
   CHECK(find_model_preset("vit-b16").parameters() == 86567656u);
   CHECK(find_model_preset("llama2-7b").parameters() == 6738415616u);
+  // The examples' models (sum of numel over a recorded trace's layers).
+  CHECK(find_model_preset("digits-resnet").parameters() == 696042u);
+  CHECK(find_model_preset("charlm").parameters() == 819542u);
 }
 
 TEST_CASE("transformer-xl-base count follows from its architecture", "[presets]") {
@@ -51,7 +54,7 @@ TEST_CASE("compressible layer counts match the L-GreCo reference", "[presets]") 
 }
 
 TEST_CASE("every preset is well formed", "[presets]") {
-  REQUIRE(model_presets().size() == 7);
+  REQUIRE(model_presets().size() == 9);
   for (const auto& m : model_presets()) {
     CAPTURE(m.name);
     std::set<std::string> names;

@@ -49,5 +49,7 @@ ModelPreset make_gpt2();
 ModelPreset make_bert_base();
 ModelPreset make_vit_b16();
 ModelPreset make_llama2_7b();
+ModelPreset make_digits_resnet();
+ModelPreset make_charlm();
 
 }  // namespace lgreco::traces::detail
