@@ -29,7 +29,9 @@ test-cpp:
 test-python:
 	LGRECO_BIN=$(LGRECO) PYTHONPATH=$(abspath python) $(PY) -m pytest -q tests/python
 
-demo: build
+# The demo needs only the lgreco binary (the Python side runs from python/ without the native module).
+demo: configure
+	@cmake --build $(BUILD) -j $(JOBS) --target lgreco
 	@bash scripts/demo.sh $(LGRECO)
 
 bench: deps

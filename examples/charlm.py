@@ -164,6 +164,9 @@ def worker(rank: int, world: int, args, rendezvous: str):
             rec.end_step(loss=loss.item(), lr=lr)
         opt.step()
         losses.append(loss.item())
+        if rank == 0 and args.log_every and ((step + 1) % args.log_every == 0 or step + 1 == args.steps):
+            print(f"charlm: step {step + 1}/{args.steps}  loss {loss.item():.3f}  "
+                  f"{time.perf_counter() - t0:.0f} s", flush=True)
     wall = time.perf_counter() - t0
     if rec:
         rec.close()
@@ -205,6 +208,7 @@ def parse(argv=None):
     ap.add_argument("--record-start", type=int, default=0)
     ap.add_argument("--dtype", default="float32", choices=["float32", "float16", "bfloat16"])
     ap.add_argument("--metrics", help="rank 0 writes a metrics JSON here")
+    ap.add_argument("--log-every", type=int, default=0, metavar="N", help="rank 0 prints the loss every N steps")
     ap.add_argument("--force", action="store_true", help="overwrite an existing trace or --online output")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--lr", type=float, default=3e-3)
@@ -250,6 +254,8 @@ def check(args) -> None:
     elif args.engine == "dual":
         fail("--engine dual needs --bytes-budget")
     args.engine = args.engine or "reference"
+    if args.log_every < 0:
+        fail(f"--log-every {args.log_every}: expected an integer >= 0")
     for key in ("steps", "d_model", "layers", "batch", "ctx", "world_size"):
         if getattr(args, key) < 1:
             fail(f"--{key.replace('_', '-')} {getattr(args, key)}: expected an integer >= 1")
