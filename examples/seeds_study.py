@@ -1,0 +1,262 @@
+#!/usr/bin/python3
+"""Accuracy study over seeds: the char-LM of examples/charlm.py (2-process DDP, gloo, CPU) trained with
+four arms per seed, the same steps, data order and initialisation within a seed:
+
+  uncompressed     DDP's allreduce (through an all-"none" ScheduleHook, bit-identical to it);
+  uniform          PowerSGD rank R on every layer it compresses, after W uncompressed steps;
+  adaptive-error   OnlineHook: the same warm-up, a uniform window, then a re-plan every P steps by the
+                   reference DP at error budget alpha = 1 (the uniform plan's error on the window);
+  adaptive-bytes   OnlineHook with the dual engine: the least error within the uniform arm's wire
+                   bytes per step (charlm.py --bytes-budget uniform).
+
+    /usr/bin/python3 examples/seeds_study.py --seeds 0,1,2,3,4 --work study-out \\
+        --json docs/accuracy-study-runs.json --plot docs/accuracy-study.png --table study-out/table.md
+
+Runs whose metrics already exist in --work with the same configuration are not run again (--fresh
+runs everything). Writes the per-run summary (JSON), a plot (loss against steps and against
+cumulative bytes) and a Markdown table (mean, std and min-max over seeds per arm, and per-seed paired
+differences against the uniform arm). Not part of `make test`: it takes about 20-30 minutes on 2 CPU
+cores with the defaults.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+CHARLM = ROOT / "examples" / "charlm.py"
+ARMS = ("uncompressed", "uniform", "adaptive-error", "adaptive-bytes")
+LABELS = {"uncompressed": "uncompressed", "uniform": "uniform PowerSGD",
+          "adaptive-error": "adaptive, equal error (α = 1)", "adaptive-bytes": "adaptive, equal bytes (dual)"}
+
+
+class StudyError(Exception):
+    pass
+
+
+def arm_args(arm: str, a, seed: int, work: pathlib.Path) -> list:
+    common = ["--steps", a.steps, "--seed", seed, "--d-model", a.d_model, "--layers", a.layers, "--force"]
+    online = ["--warmup", a.warmup, "--period", a.period, "--acc-steps", a.acc_steps, "--rank", a.rank,
+              "--online", work / f"{arm}-s{seed}"]
+    extra = {"uncompressed": [],
+             "uniform": ["--uniform-rank", a.rank, "--warmup", a.warmup],
+             "adaptive-error": online + ["--alpha", 1],
+             "adaptive-bytes": online + ["--bytes-budget", "uniform"]}[arm]
+    return [str(x) for x in common + extra]
+
+
+def run_arm(arm: str, a, seed: int, work: pathlib.Path, py: str) -> dict:
+    metrics = work / f"{arm}-s{seed}.json"
+    args = arm_args(arm, a, seed, work)
+    if metrics.exists() and not a.fresh:
+        m = json.loads(metrics.read_text())
+        if m.get("study_args") == args:
+            return m
+    t0 = time.perf_counter()
+    proc = subprocess.run([py, str(CHARLM), *args, "--metrics", str(metrics)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        tail = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
+        raise StudyError(f"{arm}, seed {seed}: charlm.py exited {proc.returncode}: {tail}")
+    m = json.loads(metrics.read_text())
+    m["study_args"] = args
+    m["run_wall_s"] = time.perf_counter() - t0
+    metrics.write_text(json.dumps(m))
+    return m
+
+
+def segments(values):
+    """[[first_step, value], ...] at every change (bytes per step are constant within a phase)."""
+    out = []
+    for i, v in enumerate(values):
+        if not out or out[-1][1] != v:
+            out.append([i, v])
+    return out
+
+
+def expand(segs, n):
+    out = []
+    for k, (start, v) in enumerate(segs):
+        end = segs[k + 1][0] if k + 1 < len(segs) else n
+        out.extend([v] * (end - start))
+    return out
+
+
+def summarise(runs: dict, a) -> dict:
+    doc = {"kind": "lgreco-accuracy-study", "config": {
+        "steps": a.steps, "warmup": a.warmup, "period": a.period, "acc_steps": a.acc_steps, "rank": a.rank,
+        "d_model": a.d_model, "layers": a.layers, "world_size": 2, "seeds": a.seed_list,
+        "command": " ".join(["/usr/bin/python3", "examples/seeds_study.py", *sys.argv[1:]])}, "runs": []}
+    for (arm, seed), m in sorted(runs.items(), key=lambda kv: (ARMS.index(kv[0][0]), kv[0][1])):
+        doc["runs"].append({
+            "arm": arm, "seed": seed, "train_loss_last20": m["train_loss_last20"], "eval_loss": m["eval_loss"],
+            "bytes_total": m["bytes_total"], "params": m["params"], "wall_s": round(m["wall_s"], 1),
+            "plan": m.get("plan"), "losses": [round(x, 4) for x in m["losses"]],
+            "bytes_per_step": segments(m["bytes_per_step"])})
+    return doc
+
+
+def stats(xs):
+    return {"mean": statistics.fmean(xs), "std": statistics.stdev(xs) if len(xs) > 1 else 0.0,
+            "min": min(xs), "max": max(xs)}
+
+
+def table(doc: dict) -> str:
+    by = {arm: [r for r in doc["runs"] if r["arm"] == arm] for arm in ARMS}
+    n = len(doc["config"]["seeds"])
+    lines = ["| arm | final train loss (last 20 steps) | held-out loss | total MB sent per rank |",
+             "|---|---|---|---|"]
+    for arm in ARMS:
+        cells = []
+        for key, scale, fmt in (("train_loss_last20", 1, "{:.4f}"), ("eval_loss", 1, "{:.4f}"),
+                                ("bytes_total", 1e-6, "{:.2f}")):
+            s = stats([r[key] * scale for r in by[arm]])
+            cells.append(f"{fmt.format(s['mean'])} ± {fmt.format(s['std'])} "
+                         f"({fmt.format(s['min'])} – {fmt.format(s['max'])})")
+        lines.append(f"| {LABELS[arm]} | " + " | ".join(cells) + " |")
+    lines += ["", f"Mean ± std (min – max) over {n} seeds. Paired differences against uniform PowerSGD "
+                  "(same seed: same initialisation, data order and warm-up):", "",
+              "| arm − uniform | train loss | held-out loss | total MB | seeds where the arm's held-out loss is lower |",
+              "|---|---|---|---|---|"]
+    uni = {r["seed"]: r for r in by["uniform"]}
+    for arm in ("adaptive-error", "adaptive-bytes", "uncompressed"):
+        d = {key: [r[key] - uni[r["seed"]][key] for r in by[arm]] for key in ("train_loss_last20", "eval_loss",
+                                                                                "bytes_total")}
+        cells = []
+        for key in ("train_loss_last20", "eval_loss"):
+            s = stats(d[key])
+            cells.append(f"{s['mean']:+.4f} ± {s['std']:.4f} ({s['min']:+.4f} – {s['max']:+.4f})")
+        s = stats([x * 1e-6 for x in d["bytes_total"]])
+        cells.append(f"{s['mean']:+.2f} ({s['min']:+.2f} – {s['max']:+.2f})")
+        lower = sum(1 for x in d["eval_loss"] if x < 0)
+        lines.append(f"| {LABELS[arm]} | " + " | ".join(cells) + f" | {lower} of {len(d['eval_loss'])} |")
+    return "\n".join(lines) + "\n"
+
+
+def smooth(xs, w):
+    out, acc = [], 0.0
+    for i, x in enumerate(xs):
+        acc += x
+        if i >= w:
+            acc -= xs[i - w]
+        out.append(acc / min(i + 1, w))
+    return out
+
+
+def plot(doc: dict, path: pathlib.Path) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    steps = doc["config"]["steps"]
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 4.2), dpi=90)
+    colours = {"uncompressed": "black", "uniform": "tab:blue", "adaptive-error": "tab:orange",
+               "adaptive-bytes": "tab:green"}
+    for arm in ARMS:
+        runs = [r for r in doc["runs"] if r["arm"] == arm]
+        curves = [smooth(r["losses"], 20) for r in runs]
+        mean = [statistics.fmean(c[i] for c in curves) for i in range(steps)]
+        lo = [min(c[i] for c in curves) for i in range(steps)]
+        hi = [max(c[i] for c in curves) for i in range(steps)]
+        x = list(range(1, steps + 1))
+        ax.plot(x, mean, color=colours[arm], lw=1.2, label=LABELS[arm])
+        ax.fill_between(x, lo, hi, color=colours[arm], alpha=0.15, lw=0)
+        cum = [0.0] * steps
+        for r in runs:
+            acc = 0.0
+            for i, b in enumerate(expand(r["bytes_per_step"], steps)):
+                acc += b
+                cum[i] += acc / len(runs) / 1e6
+        bx.plot(cum, mean, color=colours[arm], lw=1.2, label=LABELS[arm])
+    n = len(doc["config"]["seeds"])
+    ax.set_xlabel("step")
+    ax.set_ylabel("training loss (rank 0, 20-step moving mean)")
+    ax.set_title(f"mean over {n} seeds, band: min–max", fontsize=9)
+    bx.set_xlabel("cumulative MB sent per rank")
+    bx.set_xscale("log")
+    bx.set_title("the same mean curves against the bytes sent", fontsize=9)
+    for g in (ax, bx):
+        g.grid(True, alpha=0.3)
+        g.legend(fontsize=8)
+        g.set_ylim(top=min(4.6, g.get_ylim()[1]))
+    fig.suptitle(f"char-LM ({doc['runs'][0]['params']:,} parameters), 2-process DDP, {steps} steps", fontsize=10)
+    fig.tight_layout()
+    fd, tmp = tempfile.mkstemp(prefix=".study-", suffix=".png", dir=path.parent)
+    os.close(fd)
+    try:
+        fig.savefig(tmp, format="png")
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+    finally:
+        plt.close(fig)
+
+
+def parse(argv):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seeds", default="0,1,2,3,4", help="comma list of seeds (default 0,1,2,3,4)")
+    ap.add_argument("--steps", type=int, default=300)
+    ap.add_argument("--warmup", type=int, default=30)
+    ap.add_argument("--period", type=int, default=50)
+    ap.add_argument("--acc-steps", type=int, default=10)
+    ap.add_argument("--rank", type=int, default=4)
+    ap.add_argument("--d-model", type=int, default=48)
+    ap.add_argument("--layers", type=int, default=2)
+    ap.add_argument("--work", default="study-out", help="metrics and OnlineHook outputs of every run")
+    ap.add_argument("--json", help="write the per-run summary here")
+    ap.add_argument("--plot", help="write the plot (PNG) here")
+    ap.add_argument("--table", help="write the Markdown table here (it is printed too)")
+    ap.add_argument("--fresh", action="store_true", help="run again runs whose metrics exist")
+    ap.add_argument("--python", default="/usr/bin/python3")
+    a = ap.parse_args(argv)
+    try:
+        a.seed_list = [int(s) for s in a.seeds.split(",")]
+    except ValueError:
+        ap.error(f"--seeds {a.seeds}: expected a comma list of integers")
+    if len(set(a.seed_list)) < 2 or min(a.seed_list) < 0:
+        ap.error(f"--seeds {a.seeds}: expected at least two distinct seeds >= 0")
+    for key in ("steps", "period", "acc_steps", "rank", "d_model", "layers"):
+        if getattr(a, key) < 1:
+            ap.error(f"--{key.replace('_', '-')} {getattr(a, key)}: expected an integer >= 1")
+    if a.warmup < 0 or a.warmup + a.period >= a.steps:
+        ap.error(f"--warmup {a.warmup} + --period {a.period} must be below --steps {a.steps} (at least one re-plan)")
+    return a
+
+
+def main(argv=None):
+    a = parse(sys.argv[1:] if argv is None else argv)
+    work = pathlib.Path(a.work)
+    work.mkdir(parents=True, exist_ok=True)
+    runs, t0 = {}, time.perf_counter()
+    try:
+        for seed in a.seed_list:
+            for arm in ARMS:
+                m = run_arm(arm, a, seed, work, a.python)
+                runs[(arm, seed)] = m
+                print(f"seed {seed} {arm:<15} train {m['train_loss_last20']:.4f}  eval {m['eval_loss']:.4f}  "
+                      f"{m['bytes_total'] / 1e6:8.2f} MB  ({m.get('run_wall_s', 0):.0f} s)   "
+                      f"[{time.perf_counter() - t0:.0f} s]", flush=True)
+    except StudyError as e:
+        print(f"seeds_study: error: {e}", file=sys.stderr)
+        return 1
+    doc = summarise(runs, a)
+    text = table(doc)
+    print(text)
+    if a.json:
+        pathlib.Path(a.json).write_text(json.dumps(doc, separators=(",", ":")) + "\n")
+    if a.table:
+        pathlib.Path(a.table).write_text(text)
+    if a.plot:
+        plot(doc, pathlib.Path(a.plot))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
