@@ -1,13 +1,20 @@
 #!/usr/bin/python3
 """Accuracy study over seeds: the char-LM of examples/charlm.py (2-process DDP, gloo, CPU) trained with
-four arms per seed, the same steps, data order and initialisation within a seed:
+five arms per seed, the same steps, data order and initialisation within a seed:
 
-  uncompressed     DDP's allreduce (through an all-"none" ScheduleHook, bit-identical to it);
-  uniform          PowerSGD rank R on every layer it compresses, after W uncompressed steps;
-  adaptive-error   OnlineHook: the same warm-up, a uniform window, then a re-plan every P steps by the
-                   reference DP at error budget alpha = 1 (the uniform plan's error on the window);
-  adaptive-bytes   OnlineHook with the dual engine: the least error within the uniform arm's wire
-                   bytes per step (charlm.py --bytes-budget uniform).
+  uncompressed      DDP's allreduce (through an all-"none" ScheduleHook, bit-identical to it);
+  uniform           PowerSGD rank R on every layer it compresses, after W uncompressed steps; this
+                    run also records rank 0's gradients after the warm-up (TraceRecorder, which
+                    changes nothing in the training) for the offline arm;
+  adaptive-error    OnlineHook: the same warm-up, a uniform window, then a re-plan every P steps by the
+                    reference DP at error budget alpha = 1 (the uniform plan's error on the window,
+                    measured as the OnlineHook measures: on the window's mean gradient A, power mode);
+  adaptive-offline  the offline loop at alpha = 1: `lgreco plan --trace` on the uniform run's trace
+                    (the OnlineHook's windows: P steps each after W, plan k from window k applied from
+                    its end; error mode trajectory: the per-step error each setting delivers), then a
+                    run with that schedule;
+  adaptive-bytes    OnlineHook with the dual engine: the least error within the uniform arm's wire
+                    bytes per step (charlm.py --bytes-budget uniform).
 
     /usr/bin/python3 examples/seeds_study.py --seeds 0,1,2,3,4 --work study-out \\
         --json docs/accuracy-study-runs.json --plot docs/accuracy-study.png --table study-out/table.md
@@ -32,9 +39,11 @@ import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 CHARLM = ROOT / "examples" / "charlm.py"
-ARMS = ("uncompressed", "uniform", "adaptive-error", "adaptive-bytes")
+ARMS = ("uncompressed", "uniform", "adaptive-error", "adaptive-offline", "adaptive-bytes")
 LABELS = {"uncompressed": "uncompressed", "uniform": "uniform PowerSGD",
-          "adaptive-error": "adaptive, equal error (α = 1)", "adaptive-bytes": "adaptive, equal bytes (dual)"}
+          "adaptive-error": "adaptive online, equal error on A (α = 1)",
+          "adaptive-offline": "adaptive offline, equal per-step error (α = 1)",
+          "adaptive-bytes": "adaptive online, equal bytes (dual)"}
 
 
 class StudyError(Exception):
@@ -46,20 +55,58 @@ def arm_args(arm: str, a, seed: int, work: pathlib.Path) -> list:
     online = ["--warmup", a.warmup, "--period", a.period, "--acc-steps", a.acc_steps, "--rank", a.rank,
               "--online", work / f"{arm}-s{seed}"]
     extra = {"uncompressed": [],
-             "uniform": ["--uniform-rank", a.rank, "--warmup", a.warmup],
+             "uniform": ["--uniform-rank", a.rank, "--warmup", a.warmup, "--record", trace_path(work, seed),
+                         "--record-start", a.warmup, "--every", a.steps,
+                         "--burst", a.period * ((a.steps - a.warmup) // a.period)],
              "adaptive-error": online + ["--alpha", 1],
+             "adaptive-offline": ["--schedule", work / f"adaptive-offline-s{seed}.schedule.json"],
              "adaptive-bytes": online + ["--bytes-budget", "uniform"]}[arm]
     return [str(x) for x in common + extra]
+
+
+def trace_path(work: pathlib.Path, seed: int) -> pathlib.Path:
+    return work / f"uniform-s{seed}.h5"
+
+
+def plan_args(a, seed: int, work: pathlib.Path) -> list:
+    """The offline loop on the uniform run's trace: the OnlineHook's timeline and budget, the
+    product's default (trajectory) error mode."""
+    return [str(x) for x in ("plan", "--trace", trace_path(work, seed), "--family", "powersgd", "--default",
+                             f"rank={a.rank}", "--warmup-steps", a.warmup, "--period", a.period, "--acc-steps",
+                             a.acc_steps, "--alpha", 1, "--seed", seed, "-o",
+                             work / f"adaptive-offline-s{seed}.schedule.json", "--force")]
+
+
+def reusable(arm: str, a, seed: int, work: pathlib.Path) -> bool:
+    metrics = work / f"{arm}-s{seed}.json"
+    if a.fresh or not metrics.exists():
+        return False
+    if json.loads(metrics.read_text()).get("study_args") != arm_args(arm, a, seed, work):
+        return False
+    if arm == "uniform":  # the offline arm still needs its trace
+        return reusable("adaptive-offline", a, seed, work) or trace_path(work, seed).exists()
+    return True
+
+
+def plan_offline(a, seed: int, work: pathlib.Path) -> None:
+    trace = trace_path(work, seed)
+    if not trace.exists():
+        raise StudyError(f"adaptive-offline, seed {seed}: the uniform run's trace {trace} is missing")
+    proc = subprocess.run([a.lgreco, *plan_args(a, seed, work)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        tail = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
+        raise StudyError(f"adaptive-offline, seed {seed}: lgreco plan exited {proc.returncode}: {tail}")
+    (work / f"adaptive-offline-s{seed}.plan.txt").write_text(proc.stdout)
 
 
 def run_arm(arm: str, a, seed: int, work: pathlib.Path, py: str) -> dict:
     metrics = work / f"{arm}-s{seed}.json"
     args = arm_args(arm, a, seed, work)
-    if metrics.exists() and not a.fresh:
-        m = json.loads(metrics.read_text())
-        if m.get("study_args") == args:
-            return m
+    if reusable(arm, a, seed, work):
+        return json.loads(metrics.read_text())
     t0 = time.perf_counter()
+    if arm == "adaptive-offline":
+        plan_offline(a, seed, work)
     proc = subprocess.run([py, str(CHARLM), *args, "--metrics", str(metrics)], capture_output=True, text=True)
     if proc.returncode != 0:
         tail = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
@@ -125,7 +172,7 @@ def table(doc: dict) -> str:
               "| arm − uniform | train loss | held-out loss | total MB | seeds where the arm's held-out loss is lower |",
               "|---|---|---|---|---|"]
     uni = {r["seed"]: r for r in by["uniform"]}
-    for arm in ("adaptive-error", "adaptive-bytes", "uncompressed"):
+    for arm in ("adaptive-error", "adaptive-offline", "adaptive-bytes", "uncompressed"):
         d = {key: [r[key] - uni[r["seed"]][key] for r in by[arm]] for key in ("train_loss_last20", "eval_loss",
                                                                                 "bytes_total")}
         cells = []
@@ -156,6 +203,7 @@ def plot(doc: dict, path: pathlib.Path) -> None:
     steps = doc["config"]["steps"]
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 4.2), dpi=90)
     colours = {"uncompressed": "black", "uniform": "tab:blue", "adaptive-error": "tab:orange",
+               "adaptive-offline": "tab:red",
                "adaptive-bytes": "tab:green"}
     for arm in ARMS:
         runs = [r for r in doc["runs"] if r["arm"] == arm]
@@ -215,6 +263,8 @@ def parse(argv):
     ap.add_argument("--table", help="write the Markdown table here (it is printed too)")
     ap.add_argument("--fresh", action="store_true", help="run again runs whose metrics exist")
     ap.add_argument("--python", default="/usr/bin/python3")
+    ap.add_argument("--lgreco", default=str(ROOT / "build" / "tools" / "lgreco"), help="the lgreco binary")
+    ap.add_argument("--keep-traces", action="store_true", help="keep the uniform runs' traces (67 MB each)")
     a = ap.parse_args(argv)
     try:
         a.seed_list = [int(s) for s in a.seeds.split(",")]
@@ -225,6 +275,8 @@ def parse(argv):
     for key in ("steps", "period", "acc_steps", "rank", "d_model", "layers"):
         if getattr(a, key) < 1:
             ap.error(f"--{key.replace('_', '-')} {getattr(a, key)}: expected an integer >= 1")
+    if not os.access(a.lgreco, os.X_OK):
+        ap.error(f"--lgreco {a.lgreco}: not an executable (build it: make build)")
     if a.warmup < 0 or a.warmup + a.period >= a.steps:
         ap.error(f"--warmup {a.warmup} + --period {a.period} must be below --steps {a.steps} (at least one re-plan)")
     return a
@@ -240,6 +292,8 @@ def main(argv=None):
             for arm in ARMS:
                 m = run_arm(arm, a, seed, work, a.python)
                 runs[(arm, seed)] = m
+                if arm == "adaptive-offline" and not a.keep_traces:
+                    trace_path(work, seed).unlink(missing_ok=True)
                 print(f"seed {seed} {arm:<15} train {m['train_loss_last20']:.4f}  eval {m['eval_loss']:.4f}  "
                       f"{m['bytes_total'] / 1e6:8.2f} MB  ({m.get('run_wall_s', 0):.0f} s)   "
                       f"[{time.perf_counter() - t0:.0f} s]", flush=True)
