@@ -168,9 +168,11 @@ def table(doc: dict) -> str:
                          f"({fmt.format(s['min'])} – {fmt.format(s['max'])})")
         lines.append(f"| {LABELS[arm]} | " + " | ".join(cells) + " |")
     lines += ["", f"Mean ± std (min – max) over {n} seeds. Paired differences against uniform PowerSGD "
-                  "(same seed: same initialisation, data order and warm-up):", "",
-              "| arm − uniform | train loss | held-out loss | total MB | seeds where the arm's held-out loss is lower |",
-              "|---|---|---|---|---|"]
+                  "(same seed: same initialisation, data order and warm-up); t = mean / (std / √n), "
+                  f"{n - 1} degrees of freedom:", "",
+              "| arm − uniform | train loss | t | held-out loss | t | total MB | seeds with lower train / "
+              "held-out loss |",
+              "|---|---|---|---|---|---|---|"]
     uni = {r["seed"]: r for r in by["uniform"]}
     for arm in ("adaptive-error", "adaptive-offline", "adaptive-bytes", "uncompressed"):
         d = {key: [r[key] - uni[r["seed"]][key] for r in by[arm]] for key in ("train_loss_last20", "eval_loss",
@@ -178,11 +180,12 @@ def table(doc: dict) -> str:
         cells = []
         for key in ("train_loss_last20", "eval_loss"):
             s = stats(d[key])
-            cells.append(f"{s['mean']:+.4f} ± {s['std']:.4f} ({s['min']:+.4f} – {s['max']:+.4f})")
+            t = s["mean"] / (s["std"] / len(d[key]) ** 0.5) if s["std"] > 0 else float("inf")
+            cells.append(f"{s['mean']:+.4f} ± {s['std']:.4f} ({s['min']:+.4f} – {s['max']:+.4f}) | {t:+.1f}")
         s = stats([x * 1e-6 for x in d["bytes_total"]])
         cells.append(f"{s['mean']:+.2f} ({s['min']:+.2f} – {s['max']:+.2f})")
-        lower = sum(1 for x in d["eval_loss"] if x < 0)
-        lines.append(f"| {LABELS[arm]} | " + " | ".join(cells) + f" | {lower} of {len(d['eval_loss'])} |")
+        lower = [sum(1 for x in d[key] if x < 0) for key in ("train_loss_last20", "eval_loss")]
+        lines.append(f"| {LABELS[arm]} | " + " | ".join(cells) + f" | {lower[0]} / {lower[1]} of {n} |")
     return "\n".join(lines) + "\n"
 
 
@@ -197,42 +200,58 @@ def smooth(xs, w):
 
 
 def plot(doc: dict, path: pathlib.Path) -> None:
+    """Three panels: training loss against steps (mean over seeds, min-max band); the paired
+    difference to the uniform arm of the same seed (mean, min-max band); loss against the cumulative
+    bytes sent. Losses are rank 0's batch losses, 20-step moving means."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     steps = doc["config"]["steps"]
-    fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 4.2), dpi=90)
+    first = min(steps - 1, doc["config"]["warmup"])  # before it every arm runs the same steps
+    fig, (ax, dx, bx) = plt.subplots(1, 3, figsize=(13.5, 4.3), dpi=85)
     colours = {"uncompressed": "black", "uniform": "tab:blue", "adaptive-error": "tab:orange",
-               "adaptive-offline": "tab:red",
-               "adaptive-bytes": "tab:green"}
+               "adaptive-offline": "tab:red", "adaptive-bytes": "tab:green"}
+    curves = {(r["arm"], r["seed"]): smooth(r["losses"], 20) for r in doc["runs"]}
+    seeds = doc["config"]["seeds"]
+    x = list(range(first + 1, steps + 1))
+
+    def band(g, arm, ys_per_seed):
+        mean = [statistics.fmean(ys[i] for ys in ys_per_seed) for i in range(first, steps)]
+        lo = [min(ys[i] for ys in ys_per_seed) for i in range(first, steps)]
+        hi = [max(ys[i] for ys in ys_per_seed) for i in range(first, steps)]
+        g.plot(x, mean, color=colours[arm], lw=1.2, label=LABELS[arm])
+        g.fill_between(x, lo, hi, color=colours[arm], alpha=0.12, lw=0)
+        return mean
+
     for arm in ARMS:
-        runs = [r for r in doc["runs"] if r["arm"] == arm]
-        curves = [smooth(r["losses"], 20) for r in runs]
-        mean = [statistics.fmean(c[i] for c in curves) for i in range(steps)]
-        lo = [min(c[i] for c in curves) for i in range(steps)]
-        hi = [max(c[i] for c in curves) for i in range(steps)]
-        x = list(range(1, steps + 1))
-        ax.plot(x, mean, color=colours[arm], lw=1.2, label=LABELS[arm])
-        ax.fill_between(x, lo, hi, color=colours[arm], alpha=0.15, lw=0)
+        mean = band(ax, arm, [curves[(arm, sd)] for sd in seeds])
+        if arm != "uniform":
+            band(dx, arm, [[a - b for a, b in zip(curves[(arm, sd)], curves[("uniform", sd)])] for sd in seeds])
         cum = [0.0] * steps
-        for r in runs:
+        for sd in seeds:
+            run = next(r for r in doc["runs"] if r["arm"] == arm and r["seed"] == sd)
             acc = 0.0
-            for i, b in enumerate(expand(r["bytes_per_step"], steps)):
+            for i, b in enumerate(expand(run["bytes_per_step"], steps)):
                 acc += b
-                cum[i] += acc / len(runs) / 1e6
-        bx.plot(cum, mean, color=colours[arm], lw=1.2, label=LABELS[arm])
-    n = len(doc["config"]["seeds"])
+                cum[i] += acc / len(seeds) / 1e6
+        bx.plot(cum[first:], mean, color=colours[arm], lw=1.2, label=LABELS[arm])
+    dx.axhline(0, color=colours["uniform"], lw=1)
     ax.set_xlabel("step")
     ax.set_ylabel("training loss (rank 0, 20-step moving mean)")
-    ax.set_title(f"mean over {n} seeds, band: min–max", fontsize=9)
+    ax.set_title(f"mean over {len(seeds)} seeds, band: min–max", fontsize=9)
+    dx.set_xlabel("step")
+    dx.set_ylabel("loss − uniform PowerSGD's (same seed)")
+    dx.set_title("paired difference to uniform: mean, band min–max", fontsize=9)
     bx.set_xlabel("cumulative MB sent per rank")
     bx.set_xscale("log")
-    bx.set_title("the same mean curves against the bytes sent", fontsize=9)
-    for g in (ax, bx):
+    ticks = [t for t in (5, 10, 20, 40, 80, 160, 320) if t <= bx.get_xlim()[1]]
+    bx.set_xticks(ticks, [str(t) for t in ticks])
+    bx.set_title("mean loss against the bytes sent", fontsize=9)
+    for g in (ax, dx, bx):
         g.grid(True, alpha=0.3)
-        g.legend(fontsize=8)
-        g.set_ylim(top=min(4.6, g.get_ylim()[1]))
-    fig.suptitle(f"char-LM ({doc['runs'][0]['params']:,} parameters), 2-process DDP, {steps} steps", fontsize=10)
+    ax.legend(fontsize=7)
+    fig.suptitle(f"char-LM ({doc['runs'][0]['params']:,} parameters), 2-process DDP, {steps} steps "
+                 f"(from step {first + 1}: the arms differ after the {first}-step warm-up)", fontsize=10)
     fig.tight_layout()
     fd, tmp = tempfile.mkstemp(prefix=".study-", suffix=".png", dir=path.parent)
     os.close(fd)
