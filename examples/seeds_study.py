@@ -283,7 +283,7 @@ def parse(argv):
     ap.add_argument("--fresh", action="store_true", help="run again runs whose metrics exist")
     ap.add_argument("--python", default="/usr/bin/python3")
     ap.add_argument("--lgreco", default=str(ROOT / "build" / "tools" / "lgreco"), help="the lgreco binary")
-    ap.add_argument("--keep-traces", action="store_true", help="keep the uniform runs' traces (67 MB each)")
+    ap.add_argument("--keep-traces", action="store_true", help="keep the uniform runs' traces (about 60 MB each)")
     a = ap.parse_args(argv)
     try:
         a.seed_list = [int(s) for s in a.seeds.split(",")]

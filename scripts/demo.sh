@@ -10,7 +10,7 @@
 #    error budget = the uniform plan's error) for 4 nodes x 8 A100 at 25 Gb/s, and validates the schedule;
 # 4. predicts step times over bandwidths and node counts (`lgreco whatif --tables`, table + PNG) and
 #    prints what the adaptive schedule gains over uniform PowerSGD.
-# Outputs go to demo-out/ (or $LGRECO_DEMO_OUT), about 0.5 MB; the trace (56 MB) is deleted at the
+# Outputs go to demo-out/ (or $LGRECO_DEMO_OUT), about 0.5 MB; the trace (50 MB) is deleted at the
 # end, also when a stage fails, unless LGRECO_DEMO_KEEP_TRACE=1. Every stage's failure stops the demo
 # (exit non-zero). LGRECO_DEMO_SIZE=tiny runs the same stages on a toy model in seconds (the test).
 set -euo pipefail
@@ -50,7 +50,7 @@ echo "== 1/5 record a real gradient trace: char-LM (${MODEL[*]}) on /usr/share/c
 echo "       2-process DDP (gloo, CPU), $STEPS steps, recording ${RECORD[*]} (TraceRecorder)"
 "$PY" "$ROOT/examples/charlm.py" "${MODEL[@]}" --steps "$STEPS" --record "$TRACE" "${RECORD[@]}" --force \
   --log-every 13 --metrics "$OUT/record-run.json"
-TRACE_SIZE=$(du -h "$TRACE" | cut -f1)
+TRACE_SIZE="$(( $(stat -c %s "$TRACE") / 1000000 )) MB"
 "$LGRECO" trace validate "$TRACE"
 echo
 echo "== 2/5 compute scale: the trace's compute times are this CPU's; the plan and the what-if predict $TOPO"
