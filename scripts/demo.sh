@@ -102,9 +102,9 @@ cat <<EOF
     ddp = torch.nn.parallel.DistributedDataParallel(model)
     hook = ScheduleHook(ddp, Schedule.load("schedule.json")).register(ddp)
 
-   install: the Python package is python/lgreco in this repository (torch, numpy, h5py; Debian:
-   apt-get install python3-torch python3-h5py); put it on every node's path with
-   export PYTHONPATH=$ROOT/python   (applying a schedule needs nothing else; re-planning inside
-   the job, lgreco.OnlineHook, also needs the native module that \`make\` builds into python/lgreco/).
+   install: pip install -e $ROOT/python   in your training environment (torch, numpy, h5py; on
+   Debian 12 the README gives the venv recipe), or export PYTHONPATH=$ROOT/python; applying a
+   schedule needs nothing else; re-planning inside the job (lgreco.OnlineHook) also needs the
+   native module that \`make\` builds into python/lgreco/.
    More: docs/python.md.
 EOF
