@@ -6,7 +6,7 @@ JOBS    ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 LGRECO  := $(abspath $(BUILD))/tools/lgreco
 
-.PHONY: all deps configure build test test-cpp test-python demo bench notebooks gpu-check clean
+.PHONY: all deps configure build build-tool test test-cpp test-python test-sanitize demo bench notebooks gpu-check clean
 
 all: build
 
@@ -20,6 +20,10 @@ configure: deps
 build: configure
 	@cmake --build $(BUILD) -j $(JOBS)
 
+# Only the lgreco binary and what it links (no test executables): what the demo needs.
+build-tool: configure
+	@cmake --build $(BUILD) -j $(JOBS) --target lgreco
+
 test: build
 	@$(MAKE) --no-print-directory test-cpp test-python
 
@@ -29,7 +33,24 @@ test-cpp:
 test-python:
 	LGRECO_BIN=$(LGRECO) PYTHONPATH=$(abspath python) $(PY) -m pytest -q tests/python
 
-demo: build
+# C++ tree (CUDA off) with AddressSanitizer + UndefinedBehaviorSanitizer in its own build folder,
+# then every CTest test there and the bad-input corpus against its lgreco binary; any sanitizer
+# report fails the run (cmake/LgrecoSanitize.cmake). -O1 -g1 keeps the build affordable in CI
+# (docs/performance.md has its time). No Python native module in that tree (it would replace the
+# normal build's module in python/lgreco/).
+SAN_BUILD ?= build-sanitize
+SAN_LGRECO := $(abspath $(SAN_BUILD))/tools/lgreco
+SAN_ENV := ASAN_OPTIONS=detect_leaks=1:strict_string_checks=1:check_initialization_order=1:strict_init_order=1:detect_stack_use_after_return=1 \
+           UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+test-sanitize: deps
+	@cmake -S . -B $(SAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" \
+	  -DLGRECO_CUDA=OFF -DLGRECO_PYTHON=OFF -DLGRECO_SANITIZE=address,undefined $(CMAKE_FLAGS) >/dev/null
+	@cmake --build $(SAN_BUILD) -j $(JOBS)
+	ctest --test-dir $(SAN_BUILD) --output-on-failure -j $(JOBS)
+	$(SAN_ENV) LGRECO_BIN=$(SAN_LGRECO) PYTHONPATH=$(abspath python) $(PY) -m pytest -q -p no:cacheprovider \
+	  tests/python/test_bad_input.py tests/python/test_trace_bad_input.py
+
+demo: build-tool
 	@bash scripts/demo.sh $(LGRECO)
 
 bench: deps
@@ -44,4 +65,4 @@ gpu-check:
 	@bash scripts/gpu-check.sh $(or $(OUT),gpu-results)
 
 clean:
-	rm -rf $(BUILD) $(BUILD)-bench
+	rm -rf $(BUILD) $(BUILD)-bench $(SAN_BUILD)

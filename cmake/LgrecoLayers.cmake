@@ -5,7 +5,9 @@
 # Each entry: a module and the modules it may depend on (its own folder implied). Libraries are
 # lgreco_<module> (network_models: lgreco_network_models); kernels' JSON forms
 # (lgreco_kernels_json) count as kernels. The planner may use the traces module's public HDF5
-# layer (traces/hdf5.hpp) and nothing else of traces. No library may depend on tools.
+# layer (traces/hdf5.hpp) and nothing else of traces. No library may depend on tools. MPI (optional,
+# cmake/LgrecoMpi.cmake) is a third-party dependency of pipeline only, and only its backend file
+# pipeline/comm_mpi.cpp includes <mpi.h> (checked by check_layers.cmake).
 set(LGRECO_LAYERS
   "core:"
   "kernels:core"

@@ -1,7 +1,12 @@
 #pragma once
-/// Atomic output: data goes to a temporary file in the destination's folder and is renamed onto
-/// the destination only by commit(). A run that fails or is interrupted leaves the destination as
-/// it was (absent or the user's old file) and removes the temporary file.
+/// Atomic output: data goes to a temporary file in the destination's folder (`<dest>.tmp.<pid>.<n>`)
+/// and is renamed onto the destination only by commit(). A run that fails or is interrupted leaves
+/// the destination as it was (absent or the user's old file) and removes the temporary file.
+/// Temporary files are created like any other file (mode 0666 minus the umask).
+///
+/// Every temporary path is also kept in a fixed-size registry that a signal handler may read:
+/// discard_pending_outputs() removes them all with unlink() only, so a second Ctrl-C that ends the
+/// process at once still leaves no temporary file behind.
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -28,7 +33,8 @@ class AtomicPath {
   const std::filesystem::path& temp_path() const { return temp_; }
   /// The final destination.
   const std::filesystem::path& dest() const { return dest_; }
-  /// Renames the temporary file onto the destination (atomic on one file system).
+  /// Renames the temporary file onto the destination (atomic on one file system). Throws
+  /// Cancelled (and removes the temporary file) when cancellation was requested before.
   void commit();
   /// Removes the temporary file now.
   void discard() noexcept;
@@ -37,6 +43,7 @@ class AtomicPath {
   std::filesystem::path dest_;
   std::filesystem::path temp_;
   bool active_ = true;
+  int slot_ = -1;  // index in the registry of pending outputs (-1: not registered)
 };
 
 /// Text/binary stream output through an AtomicPath.
@@ -58,5 +65,9 @@ void write_file_atomic(const std::filesystem::path& dest, const std::string& con
 
 /// Throws ConfigError when `dest` exists and policy is kRefuse (checked before long work starts).
 void check_writable_destination(const std::filesystem::path& dest, Overwrite policy);
+
+/// Removes every registered temporary file (those of AtomicPaths neither committed nor discarded).
+/// Async-signal-safe: for a signal handler that ends the process with _exit().
+void discard_pending_outputs() noexcept;
 
 }  // namespace lgreco

@@ -5,14 +5,17 @@ the licence texts every Debian system ships in /usr/share/common-licenses (packa
     /usr/bin/python3 examples/charlm.py --steps 300 --schedule schedule.json --metrics out/run.json
     /usr/bin/python3 examples/charlm.py --steps 300 --uniform-rank 4 --warmup 30 --metrics out/uniform.json
     /usr/bin/python3 examples/charlm.py --steps 300 --online out/online --warmup 30 --period 50 --metrics out/online.json
+    /usr/bin/python3 examples/charlm.py --steps 300 --online out/dual --warmup 30 --bytes-budget uniform --metrics out/dual.json
 
 Every run attaches lgreco's ScheduleHook (an all-"none" schedule when no schedule is given, which is
 bit-identical to DDP's own allreduce), so the bytes each rank sends are counted: --schedule applies a
 schedule file; --uniform-rank R runs PowerSGD rank R on every layer the family compresses after
 --warmup uncompressed steps; --online DIR runs lgreco's OnlineHook (warm-up, a uniform window, then a
 re-plan every --period steps from the last --acc-steps error-feedback-corrected gradients, written
-to DIR). Rank 0 writes the metrics JSON: mean training loss of the last 20 steps, held-out loss, bytes
-per step; with --online every rank also writes DIR/rank<r>.json (bytes per step, decisions applied).
+to DIR) at error budget --alpha x the uniform plan's error, or, with --bytes-budget B, the least error
+within B wire bytes per step (the dual engine; B = 'uniform': uniform PowerSGD --rank's bytes). Rank 0
+writes the metrics JSON: mean training loss of the last 20 steps, held-out loss, bytes per step; with
+--online every rank also writes DIR/rank<r>.json (bytes per step, decisions applied).
 """
 from __future__ import annotations
 
@@ -97,6 +100,13 @@ def batches(data: torch.Tensor, seed: int, rank: int, step: int, batch: int, ctx
     return x, y
 
 
+def uniform_bytes_per_step(shapes, rank: int, warmup: int) -> int:
+    """Wire bytes per step of uniform PowerSGD rank `rank` (the uniform phase of the schedule the
+    registry builds: the layers PowerSGD compresses at that rank, the others dense)."""
+    doc = uniform_schedule(shapes, candidate_sets(shapes, "powersgd", {"rank": rank}), warmup)
+    return int(doc["phases"][-1]["predicted"]["bytes_per_step"])
+
+
 def worker(rank: int, world: int, args, rendezvous: str):
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method=f"file://{rendezvous}", rank=rank, world_size=world)
@@ -112,7 +122,12 @@ def worker(rank: int, world: int, args, rendezvous: str):
     shapes = {n: tuple(p.shape) for n, p in model.named_parameters()}
     sync = {"asynchronous": not args.sync_hook, "lanes": args.lanes}
     if args.online:
-        plan = {"engine": args.engine, "budget": {"kind": "alpha", "value": args.alpha}}
+        if args.bytes_budget is not None:
+            budget = {"kind": "bytes", "value": uniform_bytes_per_step(shapes, args.rank, args.warmup)
+                      if args.bytes_budget == "uniform" else float(args.bytes_budget)}
+        else:
+            budget = {"kind": "alpha", "value": args.alpha}
+        plan = {"engine": args.engine, "budget": budget}
         hook = OnlineHook(ddp, family="powersgd", defaults={"rank": args.rank}, warmup_steps=args.warmup,
                           period=args.period, acc_steps=args.acc_steps, error_mode=args.error_mode, plan=plan,
                           seed=args.seed, out_dir=args.online if rank == 0 else None, overwrite=args.force,
@@ -149,6 +164,9 @@ def worker(rank: int, world: int, args, rendezvous: str):
             rec.end_step(loss=loss.item(), lr=lr)
         opt.step()
         losses.append(loss.item())
+        if rank == 0 and args.log_every and ((step + 1) % args.log_every == 0 or step + 1 == args.steps):
+            print(f"charlm: step {step + 1}/{args.steps}  loss {loss.item():.3f}  "
+                  f"{time.perf_counter() - t0:.0f} s", flush=True)
     wall = time.perf_counter() - t0
     if rec:
         rec.close()
@@ -171,7 +189,9 @@ def worker(rank: int, world: int, args, rendezvous: str):
                "predicted_bytes_last_step": hook.predicted_bytes_per_step(args.steps - 1),
                "control_bytes_total": sum(getattr(hook, "control_bytes_per_step", {}).values()),
                "wall_s": wall, "hook_s": hook.busy_s, "params": sum(p.numel() for p in model.parameters()),
-               "losses": losses}
+               "model": {"d_model": args.d_model, "layers": args.layers, "ctx": args.ctx, "batch": args.batch},
+               "plan": plan if args.online else None,
+               "losses": losses, "bytes_per_step": bytes_steps}
         pathlib.Path(args.metrics).parent.mkdir(parents=True, exist_ok=True)
         pathlib.Path(args.metrics).write_text(json.dumps(out, indent=1))
     dist.destroy_process_group()
@@ -188,6 +208,7 @@ def parse(argv=None):
     ap.add_argument("--record-start", type=int, default=0)
     ap.add_argument("--dtype", default="float32", choices=["float32", "float16", "bfloat16"])
     ap.add_argument("--metrics", help="rank 0 writes a metrics JSON here")
+    ap.add_argument("--log-every", type=int, default=0, metavar="N", help="rank 0 prints the loss every N steps")
     ap.add_argument("--force", action="store_true", help="overwrite an existing trace or --online output")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--lr", type=float, default=3e-3)
@@ -202,15 +223,49 @@ def parse(argv=None):
     ap.add_argument("--acc-steps", type=int, default=10, help="--online: steps averaged into the measurement")
     ap.add_argument("--rank", type=int, default=4, help="--online: the uniform default PowerSGD rank")
     ap.add_argument("--alpha", type=float, default=1.0, help="--online: error budget, x the uniform error")
-    ap.add_argument("--engine", default="reference", help="--online: reference | exact | time | dual")
+    ap.add_argument("--engine", help="--online: reference | exact | time | dual (default: reference; dual with "
+                    "--bytes-budget)")
+    ap.add_argument("--bytes-budget", metavar="B|uniform",
+                    help="--online: plan the least error within B wire bytes per step (dual engine); 'uniform': "
+                         "the bytes per step of uniform PowerSGD at --rank")
     ap.add_argument("--error-mode", default="power", choices=["power", "exact"], help="--online")
     ap.add_argument("--sync-hook", action="store_true", help="run the hook's rounds synchronously")
     ap.add_argument("--lanes", type=int, default=1, help="process groups the hook's buckets take turns on")
     return ap.parse_args(argv)
 
 
+def check(args) -> None:
+    """Option combinations the job cannot run; exits with a one-line error."""
+    def fail(msg):
+        sys.exit(f"charlm: error: {msg}")
+    if args.bytes_budget is not None:
+        if not args.online:
+            fail("--bytes-budget needs --online")
+        if args.engine not in (None, "dual"):
+            fail(f"--bytes-budget plans with the dual engine, not --engine {args.engine}")
+        args.engine = "dual"
+        if args.bytes_budget != "uniform":
+            try:
+                ok = float(args.bytes_budget) > 0
+            except ValueError:
+                ok = False
+            if not ok:
+                fail(f"--bytes-budget {args.bytes_budget}: expected a number of bytes > 0 or 'uniform'")
+    elif args.engine == "dual":
+        fail("--engine dual needs --bytes-budget")
+    args.engine = args.engine or "reference"
+    if args.log_every < 0:
+        fail(f"--log-every {args.log_every}: expected an integer >= 0")
+    for key in ("steps", "d_model", "layers", "batch", "ctx", "world_size"):
+        if getattr(args, key) < 1:
+            fail(f"--{key.replace('_', '-')} {getattr(args, key)}: expected an integer >= 1")
+    if args.d_model % 4:
+        fail(f"--d-model {args.d_model}: expected a multiple of 4 (the model has 4 attention heads)")
+
+
 def main(argv=None):
     args = parse(argv)
+    check(args)
     if args.record and pathlib.Path(args.record).exists() and not args.force:
         sys.exit(f"charlm: error: trace {args.record} exists (use --force to overwrite)")
     if args.online and (pathlib.Path(args.online) / "schedule.json").exists() and not args.force:

@@ -162,17 +162,27 @@ DeviceProfile profile_from_json(const nlohmann::json& j, const std::string& wher
   if (!methods.is_object()) throw ConfigError(where + ".methods: expected an object");
   for (auto it = methods.begin(); it != methods.end(); ++it) {
     const std::string w = where + ".methods." + it.key();
-    method_from_name(it.key());  // must be a known method
+    if (!find_method(it.key())) {  // must be a known method
+      try {
+        method_from_name(it.key());
+      } catch (const ConfigError& e) {
+        throw ConfigError(w + ": " + e.what());
+      }
+    }
     JsonObject m(it.value(), w);
     MethodCost c;
-    c.overhead_s = m.get<double>("overhead_us") * 1e-6;
-    c.bytes_per_element = m.get<double>("bytes_per_element");
-    c.effective_bandwidth_Bps = m.get<double>("effective_bandwidth_GBps") * 1e9;
+    const auto field = [&](const char* key, bool zero_ok) {
+      const double v = m.get<double>(key);
+      if (!std::isfinite(v) || v < 0 || (!zero_ok && v == 0))
+        throw ConfigError(w + "." + key + ": " + nlohmann::json(v).dump() + "; expected a number " + (zero_ok ? ">= 0" : "> 0"));
+      return v;
+    };
+    c.overhead_s = field("overhead_us", true) * 1e-6;
+    c.bytes_per_element = field("bytes_per_element", false);
+    c.effective_bandwidth_Bps = field("effective_bandwidth_GBps", false) * 1e9;
     const double stated = m.get<double>("throughput_GBps") * 1e9;
     m.allow({"formula", "notes"});
     m.finish();
-    if (!(c.overhead_s >= 0) || !(c.bytes_per_element > 0) || !(c.effective_bandwidth_Bps > 0))
-      throw ConfigError(w + ": overhead_us must be ≥ 0, bytes_per_element and effective_bandwidth_GBps > 0");
     if (std::fabs(stated - c.throughput_Bps()) > 0.01 * c.throughput_Bps())
       throw ConfigError(w + ".throughput_GBps: " + std::to_string(stated / 1e9) + " disagrees with 4·bandwidth/bytes = " +
                         std::to_string(c.throughput_Bps() / 1e9));

@@ -259,8 +259,13 @@ class ValueReader {
     auto [ptr, ec] = std::from_chars(b, e, v);
     if (ec != std::errc() || ptr != e) {
       // JSON-style integral reals such as "4.0" (and 4e0) are integers too.
+      // The bounds as doubles round to the nearest representable value: int_max = 2^63 - 1 becomes
+      // 2^63, which is outside int64, so the upper test is exclusive of 2^63 itself (converting
+      // 2^63 to int64 would be undefined); inside, the exact integer check below decides.
       const double d = number();
-      if (!(std::floor(d) == d) || d < static_cast<double>(p_.int_min) || d > static_cast<double>(p_.int_max)) fail(int_range());
+      if (!(std::floor(d) == d) || d < static_cast<double>(p_.int_min) || d > static_cast<double>(p_.int_max) ||
+          d >= 9223372036854775808.0)
+        fail(int_range());
       v = static_cast<std::int64_t>(d);
     }
     if (v < p_.int_min || v > p_.int_max) fail(int_range());

@@ -3,10 +3,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
+#include <cstdint>
 #include <map>
 #include <sstream>
 
+#include "core/json_util.hpp"
 #include "network_models/presets.hpp"
 
 namespace lgreco::net {
@@ -146,16 +147,14 @@ CorpusFile parse_corpus(const std::string& text, const std::string& origin) {
 }
 
 CorpusFile load_corpus_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError("cannot open corpus file " + path.string());
-  std::ostringstream s;
-  s << in.rdbuf();
-  return parse_corpus(s.str(), path.string());
+  // Corpus files are a few kB; the nccl-tests limit (256 MiB) refuses devices and runaway files.
+  return parse_corpus(read_text_file(path, std::uint64_t{256} << 20), path.string());
 }
 
 std::vector<CorpusFile> load_corpus_dir(const std::filesystem::path& dir) {
   std::vector<std::filesystem::path> paths;
-  if (std::filesystem::is_directory(dir)) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(dir, ec)) {
     for (const auto& e : std::filesystem::directory_iterator(dir))
       if (e.is_regular_file() && e.path().extension() == ".tsv") paths.push_back(e.path());
   }

@@ -25,6 +25,8 @@ struct NcclTestsRun {
   std::string origin;
   std::optional<Collective> collective;  ///< when the file says
   std::optional<int> ranks;                  ///< when the file says
+  /// GPUs one process drives (nccl-tests -g N, or "nGpus N" in the header), when the file says.
+  std::optional<int> gpus_per_process;
   std::vector<NcclTestsPoint> points;        ///< in file order, size > 0
 };
 

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <regex>
 
+#include "core/text.hpp"
+
 namespace lgreco::net {
 namespace {
 
@@ -119,14 +121,19 @@ Topology preset_topology(const std::string& name) {
     if (!spec) {
       std::string known;
       for (const auto& n : preset_names()) known += (known.empty() ? "" : ", ") + n;
-      throw ConfigError("unknown topology \"" + name + "\" (presets: " + known +
+      const std::string shown = printable(name.size() > 80 ? name.substr(0, 80) + "..." : name);
+      throw ConfigError("unknown topology \"" + shown + "\" (presets: " + known +
                         "; clusters: KxGxGPU-NxRATE[-efa|-tcpxo] such as 4x8xA100-4x100G, 4x8xB200-8x400G-efa or 8x8xV100-25GbE; or a topology JSON file)");
     }
     const int hosts = spec->hosts, gpus = spec->gpus_per_host, nics = spec->nics;
     const double gbps = spec->nic_gbps;
     if (hosts < 1 || gpus < 1 || nics < 1 || gbps <= 0) throw ConfigError("topology \"" + name + "\": counts and rate must be positive");
     t.name = name;
-    t.gpu = gpu_spec(spec->gpu);
+    try {
+      t.gpu = gpu_spec(spec->gpu);
+    } catch (const ConfigError& e) {
+      throw ConfigError("topology \"" + name + "\": " + e.what());
+    }
     if (!spec->plugin.empty() && spec->unit == "GbE")
       throw ConfigError("topology \"" + name + "\": " + spec->plugin.substr(1) + " is a plugin transport, not TCP sockets (GbE)");
     t.transport = spec->unit == "GbE" ? Transport::kSocket : !spec->plugin.empty() ? Transport::kPlugin : Transport::kRdma;
@@ -142,6 +149,8 @@ Topology preset_topology(const std::string& name) {
 
 std::optional<ClusterSpec> parse_cluster_spec(const std::string& name) {
   static const std::regex cluster(R"(^(\d+)x(\d+)x([A-Za-z0-9]+)-(?:(\d+)x)?(\d+(?:\.\d+)?)(G|GbE)(-efa|-tcpxo)?$)");
+  // Real specs are short; std::regex recurses per character, so a huge argument is no spec.
+  if (name.size() > 128) return std::nullopt;
   std::smatch m;
   if (!std::regex_match(name, m, cluster)) return std::nullopt;
   ClusterSpec c;
@@ -170,7 +179,9 @@ std::string cluster_spec_name(const ClusterSpec& c) {
 }
 
 Topology resolve_topology(const std::string& name_or_path) {
-  if (std::filesystem::exists(name_or_path) && std::filesystem::is_regular_file(name_or_path)) return load_topology_file(name_or_path);
+  // error_code forms: a name no file can have (too long, ...) is not an error here but a preset name.
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(name_or_path, ec)) return load_topology_file(name_or_path);
   return preset_topology(name_or_path);
 }
 

@@ -20,6 +20,17 @@
 
 namespace lgreco::net {
 
+/// Limits of the topologies lgreco models, so that every question about one is answered in
+/// bounded time (routing runs one shortest-path search per ring edge): a 1024-node what-if with
+/// 8 GPUs and 8 NICs per node (about 24,000 vertices) fits; 100,000 hosts do not.
+inline constexpr int kMaxTopologyHosts = 1024;
+/// Vertices (GPUs, switches, bridges, NICs) of the whole graph.
+inline constexpr int kMaxTopologyNodes = 65536;
+/// Links of the whole graph.
+inline constexpr int kMaxTopologyLinks = 262144;
+/// GPUs per host (the largest real systems have 8 to 72).
+inline constexpr int kMaxGpusPerHost = 128;
+
 /// What a graph vertex is.
 enum class NodeKind { kGpu, kNvSwitch, kPcieSwitch, kHostBridge, kNic, kNetSwitch };
 /// Link technology; selects NCCL's per-hop latency row (nvlink, pcie, net).
@@ -65,7 +76,7 @@ struct Topology {
   std::vector<TopoNode> nodes;
   std::vector<TopoLink> links;
 
-  int hosts() const;          ///< number of machines
+  int hosts() const;          ///< number of machines: largest host index + 1 (saturates at INT_MAX)
   int gpus() const;           ///< all GPUs
   int gpus_per_host() const;  ///< GPUs on host 0 (validate() checks all hosts agree)
   int nics_per_host() const;  ///< NICs on host 0
@@ -93,9 +104,11 @@ struct NicShare {
   double path_Bps = 0;  ///< bottleneck bandwidth GPU→NIC (nearest = lowest latency, ties to the least shared)
 };
 
-/// Checks the graph: ids unique, endpoints exist, no self links, bandwidth finite and > 0, latency
-/// finite and ≥ 0, connected, ≥ 1 GPU, every host has the same number of GPUs. `origin` names the
-/// source in messages. Throws ConfigError.
+/// Checks the graph: within the limits above (checked first, in time linear in the graph's size),
+/// ids unique, endpoints exist, no self links, bandwidth finite and > 0, latency finite and ≥ 0,
+/// connected, ≥ 1 GPU, every host has the same number of GPUs. `origin` names the source in
+/// messages. Throws ConfigError. Long loops here and in embed() and nic_sharing() stop with
+/// Cancelled when cancellation is requested (core/cancel.hpp).
 void validate(const Topology& t, const std::string& origin);
 
 /// Reads the JSON topology format (docs/network-model.md); unknown keys are errors.

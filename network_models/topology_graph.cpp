@@ -11,6 +11,8 @@
 #include <boost/graph/dijkstra_shortest_paths.hpp>
 #include <boost/graph/filtered_graph.hpp>
 
+#include "core/cancel.hpp"
+#include "core/text.hpp"
 #include "network_models/topology.hpp"
 
 namespace lgreco::net {
@@ -30,6 +32,19 @@ Graph build_graph(const Topology& t) {
   return g;
 }
 
+/// Ends a shortest-path search once the destination is settled: its distance and predecessors are
+/// final then (the same as after a full search), and a route inside one host no longer explores
+/// every host of a large cluster.
+struct Settled {};
+struct StopAtTarget : boost::default_dijkstra_visitor {
+  std::size_t target;
+  explicit StopAtTarget(std::size_t t) : target(t) {}
+  template <class Vertex, class G>
+  void examine_vertex(Vertex v, const G&) const {
+    if (static_cast<std::size_t>(v) == target) throw Settled{};
+  }
+};
+
 /// One traversed link and its direction (true: a → b).
 struct Hop {
   int link;
@@ -45,6 +60,7 @@ class Router {
     auto key = std::make_pair(src, dst);
     auto it = cache_.find(key);
     if (it != cache_.end()) return it->second;
+    throw_if_cancelled();  // each new route is a shortest-path search over the whole graph
     std::vector<Hop> path;
     if (!t_.p2p && kind(src) == NodeKind::kGpu && kind(dst) == NodeKind::kGpu && src != dst) {
       // No peer-to-peer: staged through the source's host bridge (host memory).
@@ -102,7 +118,11 @@ class Router {
     boost::filtered_graph<Graph, std::function<bool(const Edge&)>> fg(g_, keep_edge);
     std::vector<std::size_t> pred(t_.nodes.size());
     std::vector<double> dist(t_.nodes.size(), kInf);
-    boost::dijkstra_shortest_paths(fg, src, boost::predecessor_map(pred.data()).distance_map(dist.data()));
+    try {
+      boost::dijkstra_shortest_paths(fg, src, boost::predecessor_map(pred.data()).distance_map(dist.data()).visitor(
+                                                  StopAtTarget(static_cast<std::size_t>(dst))));
+    } catch (const Settled&) {
+    }
     if (dist[dst] < 1e300 && pred[dst] != static_cast<std::size_t>(dst)) {
       std::vector<Hop> path;
       for (std::size_t v = dst; v != static_cast<std::size_t>(src); v = pred[v]) {
@@ -118,7 +138,7 @@ class Router {
       std::reverse(path.begin(), path.end());
       return path;
     }
-    throw ConfigError("topology " + t_.name + ": no route from " + t_.nodes[src].id + " to " + t_.nodes[dst].id +
+    throw ConfigError("topology " + printable(t_.name) + ": no route from " + printable(t_.nodes[src].id) + " to " + printable(t_.nodes[dst].id) +
                       " that avoids forwarding through other GPUs");
   }
 
@@ -196,9 +216,9 @@ std::vector<int> assign_nics(const Topology& t, Router& r, const std::vector<int
 }  // namespace
 
 int Topology::hosts() const {
-  int h = 0;
-  for (const auto& n : nodes) h = std::max(h, n.host + 1);
-  return h;
+  std::int64_t h = 0;
+  for (const auto& n : nodes) h = std::max<std::int64_t>(h, std::int64_t{n.host} + 1);
+  return static_cast<int>(std::min<std::int64_t>(h, std::numeric_limits<int>::max()));
 }
 int Topology::gpus() const {
   return static_cast<int>(std::count_if(nodes.begin(), nodes.end(), [](const TopoNode& n) { return n.kind == NodeKind::kGpu; }));
@@ -207,16 +227,34 @@ int Topology::gpus_per_host() const { return static_cast<int>(gpus_of(*this, 0).
 int Topology::nics_per_host() const { return static_cast<int>(nics_of(*this, 0).size()); }
 
 void validate(const Topology& t, const std::string& origin) {
+  // Sizes first, in one pass each: the checks below and every later question cost more.
+  if (t.nodes.size() > static_cast<std::size_t>(kMaxTopologyNodes)) {
+    throw ConfigError(origin + ": " + std::to_string(t.nodes.size()) + " nodes, more than the " +
+                      std::to_string(kMaxTopologyNodes) + " lgreco models");
+  }
+  if (t.links.size() > static_cast<std::size_t>(kMaxTopologyLinks)) {
+    throw ConfigError(origin + ": " + std::to_string(t.links.size()) + " links, more than the " +
+                      std::to_string(kMaxTopologyLinks) + " lgreco models");
+  }
+  const TopoNode* last_host = nullptr;  // the node with the largest host index
+  for (const auto& n : t.nodes) {
+    if (!last_host || n.host > last_host->host) last_host = &n;
+  }
+  if (last_host && last_host->host >= kMaxTopologyHosts) {
+    throw ConfigError(origin + ": " + std::to_string(std::int64_t{last_host->host} + 1) + " hosts (node \"" +
+                      printable(last_host->id) + "\" has host " + std::to_string(last_host->host) +
+                      "), more than the " + std::to_string(kMaxTopologyHosts) + " hosts lgreco models");
+  }
   std::set<std::string> ids;
   for (const auto& n : t.nodes) {
-    if (!ids.insert(n.id).second) throw ConfigError(origin + ": duplicate node id \"" + n.id + "\"");
-    if (n.host < 0 && n.kind != NodeKind::kNetSwitch) throw ConfigError(origin + ": node \"" + n.id + "\" has host " + std::to_string(n.host) + " (expected >= 0)");
+    if (!ids.insert(n.id).second) throw ConfigError(origin + ": duplicate node id \"" + printable(n.id) + "\"");
+    if (n.host < 0 && n.kind != NodeKind::kNetSwitch) throw ConfigError(origin + ": node \"" + printable(n.id) + "\" has host " + std::to_string(n.host) + " (expected >= 0)");
   }
   for (std::size_t i = 0; i < t.links.size(); ++i) {
     const auto& l = t.links[i];
     const std::string where = origin + ": links[" + std::to_string(i) + "]";
     if (l.a < 0 || l.b < 0 || l.a >= static_cast<int>(t.nodes.size()) || l.b >= static_cast<int>(t.nodes.size())) throw ConfigError(where + ": endpoint out of range");
-    if (l.a == l.b) throw ConfigError(where + ": links node \"" + t.nodes[l.a].id + "\" to itself");
+    if (l.a == l.b) throw ConfigError(where + ": links node \"" + printable(t.nodes[l.a].id) + "\" to itself");
     if (!std::isfinite(l.bandwidth_Bps) || l.bandwidth_Bps <= 0) throw ConfigError(where + ".bandwidth_GBps: " + std::to_string(l.bandwidth_Bps / 1e9) + " must be > 0");
     if (!std::isfinite(l.latency_s) || l.latency_s < 0) throw ConfigError(where + ".latency_us: " + std::to_string(l.latency_s * 1e6) + " must be >= 0");
   }
@@ -227,14 +265,23 @@ void validate(const Topology& t, const std::string& origin) {
   if (ncomp > 1) {
     for (std::size_t i = 0; i < t.nodes.size(); ++i) {
       if (comp[i] != comp[0]) {
-        throw ConfigError(origin + ": the graph is disconnected (" + std::to_string(ncomp) + " components): node \"" + t.nodes[i].id +
-                          "\" cannot reach \"" + t.nodes[0].id + "\"");
+        throw ConfigError(origin + ": the graph is disconnected (" + std::to_string(ncomp) + " components): node \"" + printable(t.nodes[i].id) +
+                          "\" cannot reach \"" + printable(t.nodes[0].id) + "\"");
       }
     }
   }
-  const int per = t.gpus_per_host();
-  for (int h = 1; h < t.hosts(); ++h) {
-    const int n = static_cast<int>(gpus_of(t, h).size());
+  // GPUs per host in one pass (hosts < kMaxTopologyHosts, checked above).
+  std::vector<int> per_host(static_cast<std::size_t>(t.hosts()), 0);
+  for (const auto& n : t.nodes) {
+    if (n.kind == NodeKind::kGpu) ++per_host[static_cast<std::size_t>(n.host)];
+  }
+  const int per = per_host.empty() ? 0 : per_host[0];
+  if (per > kMaxGpusPerHost) {
+    throw ConfigError(origin + ": host 0 has " + std::to_string(per) + " GPUs, more than the " + std::to_string(kMaxGpusPerHost) +
+                      " per host lgreco models");
+  }
+  for (std::size_t h = 1; h < per_host.size(); ++h) {
+    const int n = per_host[h];
     if (n != per) throw ConfigError(origin + ": host " + std::to_string(h) + " has " + std::to_string(n) + " GPUs, host 0 has " + std::to_string(per));
   }
   if (t.hosts() > 1 && t.nics_per_host() == 0) throw ConfigError(origin + ": several hosts but host 0 has no NIC");

@@ -40,7 +40,13 @@ double positive(double v, const std::string& where) {
 }
 
 GpuSpec parse_gpu(const Json& j, const std::string& where) {
-  if (j.is_string()) return gpu_spec(j.get<std::string>());
+  if (j.is_string()) {
+    try {
+      return gpu_spec(j.get<std::string>());
+    } catch (const ConfigError& e) {
+      throw ConfigError(where + ": " + e.what());
+    }
+  }
   JsonObject o(j, where);
   GpuSpec g;
   g.name = o.get<std::string>("name");

@@ -87,11 +87,11 @@ LoopResult run_closed_loop(const sim::GradientSource& source, const LoopOptions&
   r.tables.error_mode = sim::to_string(o.error_mode);
   r.tables.acc_steps = o.windows.acc_steps;
 
-  sim::Replay replay(source, sets, opt);
+  const auto replay = engine_or_local(o.engine).open(source, sets, opt);
   const auto& wins = r.windows.windows;
   for (std::size_t k = 0; k < wins.size(); ++k) {
     const bool continues = k + 1 < wins.size() && !wins[k + 1].starts_burst;
-    const auto wm = replay.run_window(wins[k], in_force, continues);
+    const auto wm = replay->run_window(wins[k], in_force, continues);
     r.in_force.push_back(in_force);
     // Delivered error over the same steps the candidates' errors are measured on: the window's last
     // acc_steps (earlier steps of a burst run with a residual still filling up).
@@ -115,10 +115,12 @@ LoopResult run_closed_loop(const sim::GradientSource& source, const LoopOptions&
       in_force[l] = choice.at(l) < 0 ? kernels::MethodSpec{} : sets[l].candidates.at(static_cast<std::size_t>(choice.at(l)));
     }
   }
-  r.replay_s = replay.elapsed_s();
-  r.peak_task_bytes = replay.peak_task_bytes();
-  r.peak_tasks = replay.peak_tasks();
-  r.grad_bytes = replay.grad_bytes();
+  const ReplayStats stats = replay->stats();
+  r.replay_s = stats.elapsed_s;
+  r.peak_task_bytes = stats.peak_task_bytes;
+  r.peak_tasks = stats.peak_tasks;
+  r.grad_bytes = stats.grad_bytes;
+  r.replay_layout = replay->layout();
   planner::validate_tables(r.tables, "replay of " + r.model);
   return r;
 }
@@ -137,6 +139,7 @@ LoopResult run_closed_loop(const std::filesystem::path& trace, const LoopOptions
     throw;
   }
   r.provenance = provenance.get();
+  if (!r.replay_layout.is_null()) r.provenance["replay"] = r.replay_layout;
   r.tables.provenance = r.provenance;
   return r;
 }

@@ -20,6 +20,7 @@
 #include "network_models/cost.hpp"
 #include "planner/plan.hpp"
 #include "pipeline/predict.hpp"
+#include "pipeline/window_replay.hpp"
 #include "planner/schedule.hpp"
 #include "sim/replay.hpp"
 #include "sim/replay_candidates.hpp"
@@ -45,6 +46,9 @@ struct LoopOptions {
   /// A100-class default); recorded compute times win when the trace has them for every layer.
   ComputeOptions compute;
   std::optional<net::GpuSpec> gpu;
+  /// Where windows are replayed (not owned): null = this process's threads (local_engine());
+  /// pipeline/distributed.hpp's engine spreads the layers over MPI ranks. The results are the same.
+  const ReplayEngine* engine = nullptr;
 };
 
 /// Checks the options before any work (ConfigError naming the option and value): thread count,
@@ -71,6 +75,9 @@ struct LoopResult {
   double peak_task_bytes = 0;                  ///< replay: largest estimated bytes of concurrent layers
   unsigned peak_tasks = 0;                     ///< replay: most layers run at the same time
   Json provenance = Json::object();            ///< provenance_json({trace}) (empty for a memory source)
+  /// How the replay was spread over processes (WindowReplayer::layout; null for one process). The
+  /// trace overload records it in the provenance as "replay".
+  Json replay_layout = nullptr;
 };
 
 /// Progress callback (called serialised, from replay worker threads).

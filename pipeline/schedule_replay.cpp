@@ -3,8 +3,10 @@
 #include <limits>
 #include <map>
 #include <numeric>
+#include <set>
 
 #include "core/error.hpp"
+#include "core/text.hpp"
 #include "kernels/wire.hpp"
 #include "sim/replay_windows.hpp"
 
@@ -23,7 +25,13 @@ std::vector<kernels::MethodSpec> phase_settings(const planner::Phase& ph, const 
     out.push_back(*it->second);
   }
   if (by_name.size() != layers.size()) {
-    throw ConfigError(where + ": " + std::to_string(by_name.size()) + " parameters, the trace has " + std::to_string(layers.size()));
+    std::set<std::string> in_trace;
+    for (const auto& l : layers) in_trace.insert(l.name);
+    for (const auto& [name, m] : by_name) {
+      if (!in_trace.count(name))
+        throw ConfigError(where + ": parameter " + quote_name(name) + " is not in the trace (" + std::to_string(by_name.size()) +
+                          " parameters, the trace has " + std::to_string(layers.size()) + ")");
+    }
   }
   return out;
 }
@@ -135,14 +143,14 @@ ScheduleReplay replay_schedule(const sim::GradientSource& source, const planner:
       }
     }
     ro.windows_total = windows.size();
-    sim::Replay rep(source, {}, ro);
+    const auto rep = engine_or_local(opt.engine).open(source, {}, ro);
     ReplayRun run = new_run("scheduled");
     const std::vector<kernels::MethodSpec> none(layers.size());
     for (std::size_t k = 0; k < windows.size(); ++k) {
       const bool continues = k + 1 < windows.size() && !windows[k + 1].starts_burst;
       const int ph = phase_of[k];
       const auto& s = ph < 0 ? none : settings[static_cast<std::size_t>(ph)];
-      const auto wm = rep.run_window(windows[k], s, continues);
+      const auto wm = rep->run_window(windows[k], s, continues);
       add_window(run, wm, windows[k], steps, s, layers, ph < 0 ? "" : schedule.phases[static_cast<std::size_t>(ph)].label);
     }
     finish(run);
@@ -150,6 +158,7 @@ ScheduleReplay replay_schedule(const sim::GradientSource& source, const planner:
     for (const auto& st : run.steps) predicted += static_cast<double>(st.predicted_bytes);
     run.predicted_bytes_per_step = run.steps.empty() ? 0.0 : predicted / static_cast<double>(run.steps.size());
     out.runs.push_back(std::move(run));
+    out.replay_layout = rep->layout();
     return out;
   }
 
@@ -161,11 +170,12 @@ ScheduleReplay replay_schedule(const sim::GradientSource& source, const planner:
   if (chosen.empty()) throw ConfigError(origin + ": no phase labelled '" + opt.only + "'");
   ro.windows_total = bursts.size() * chosen.size();
   for (std::size_t i : chosen) {
-    sim::Replay rep(source, {}, ro);
+    const auto rep = engine_or_local(opt.engine).open(source, {}, ro);
     ReplayRun run = new_run(schedule.phases[i].label);
     run.predicted_bytes_per_step = schedule.phases[i].predicted.at("bytes_per_step").get<double>();
-    for (const auto& w : bursts) add_window(run, rep.run_window(w, settings[i], false), w, steps, settings[i], layers, run.label);
+    for (const auto& w : bursts) add_window(run, rep->run_window(w, settings[i], false), w, steps, settings[i], layers, run.label);
     finish(run);
+    out.replay_layout = rep->layout();
     out.runs.push_back(std::move(run));
   }
   return out;

@@ -17,7 +17,9 @@
 #include <string>
 #include <vector>
 
+#include "core/json_util.hpp"
 #include "kernels/compressor.hpp"
+#include "pipeline/window_replay.hpp"
 #include "planner/schedule.hpp"
 #include "sim/replay.hpp"
 #include "sim/replay_source.hpp"
@@ -32,6 +34,8 @@ struct ScheduleReplayOptions {
   kernels::Backend backend = kernels::Backend::kCpu;
   std::uint64_t seed = 0;
   std::function<void(const sim::ReplayProgress&)> progress;
+  /// Where windows are replayed (not owned; null: this process's threads), as LoopOptions::engine.
+  const ReplayEngine* engine = nullptr;
 };
 
 /// One recorded step.
@@ -58,6 +62,7 @@ struct ScheduleReplay {
   std::vector<ReplayRun> runs;
   std::size_t bursts = 0;
   std::string backend;
+  Json replay_layout = nullptr;    ///< how the replays were spread over processes (null: one process)
 };
 
 /// Replays `schedule` over `source` (layers matched by name; every trace layer must be in every

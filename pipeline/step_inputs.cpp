@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 
 #include "core/error.hpp"
 #include "core/json_util.hpp"
+#include "core/text.hpp"
 #include "kernels/wire.hpp"
 #include "sim/timeline.hpp"
 #include "traces/presets.hpp"
@@ -82,16 +84,22 @@ StepInputs inputs_from_layers(const std::string& path) {
   if (f.batch_per_gpu < 1) throw ConfigError(path + ".batch_per_gpu: " + std::to_string(f.batch_per_gpu) + "; expected >= 1");
   const Json& ts = o.require("tensors");
   if (!ts.is_array() || ts.empty()) throw ConfigError(path + ".tensors: expected a non-empty array");
+  std::set<std::string> names;
   for (std::size_t i = 0; i < ts.size(); ++i) {
     JsonObject t(ts[i], path + ".tensors[" + std::to_string(i) + "]");
     const auto name = t.get<std::string>("name");
+    if (!names.insert(name).second) throw ConfigError(t.child("name") + ": " + quote_name(name) + " is listed twice");
     const auto shape = t.get<std::vector<std::int64_t>>("shape");
     for (auto d : shape)
       if (d < 1) throw ConfigError(t.child("shape") + ": dimension " + std::to_string(d) + " must be >= 1");
     f.uses_per_sample.push_back(t.get_or<std::int64_t>("uses_per_sample", 1));
     if (f.uses_per_sample.back() < 1) throw ConfigError(t.child("uses_per_sample") + ": expected >= 1");
     t.finish();
-    in.window.layers.push_back(layer(name, shape, shape.size() > 1 ? "weight" : "bias"));
+    try {
+      in.window.layers.push_back(layer(name, shape, shape.size() > 1 ? "weight" : "bias"));
+    } catch (const ConfigError& e) {
+      throw ConfigError(t.child("shape") + ": " + e.what());
+    }
   }
   o.finish();
   ddp_layout(in.window);

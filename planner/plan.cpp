@@ -6,6 +6,7 @@
 #include <regex>
 
 #include "core/error.hpp"
+#include "core/text.hpp"
 #include "kernels/wire.hpp"
 
 namespace lgreco::planner {
@@ -15,10 +16,20 @@ Candidate none_candidate(const LayerTable& l) { return make_candidate(kernels::M
 
 std::regex compile(const std::string& re, const char* what) {
   try {
-    return std::regex(re, std::regex::ECMAScript);
-  } catch (const std::regex_error& e) {
-    throw ConfigError(std::string(what) + " expression '" + re + "': invalid regular expression (" + e.what() + ")");
+    return compile_name_pattern(re);
+  } catch (const ConfigError& e) {
+    throw ConfigError(std::string(what) + " expression " + e.what());
   }
+}
+
+// Whether `name` contains a match of `re`; ConfigError for a name too long to match safely.
+bool matches(const std::string& name, const std::regex& re, const char* what) {
+  if (name.size() > kMaxMatchedNameBytes) {
+    throw ConfigError("parameter name of " + std::to_string(name.size()) + " bytes ('" + printable(name.substr(0, 40)) +
+                      "...'): longer than the " + std::to_string(kMaxMatchedNameBytes) + " bytes an " + what +
+                      " expression is matched against");
+  }
+  return std::regex_search(name, re);
 }
 
 // Candidates a planned layer may use, as indices into l.candidates.
@@ -64,6 +75,19 @@ void predict(const Window& w, const PlanOptions& o, const net::CollectiveCost* c
 }
 
 }  // namespace
+
+std::regex compile_name_pattern(const std::string& re) {
+  const std::string shown = "'" + printable(re.size() > 60 ? re.substr(0, 60) + "..." : re) + "'";
+  if (re.size() > kMaxNamePatternChars) {
+    throw ConfigError(shown + ": " + std::to_string(re.size()) + " characters; lgreco takes expressions of at most " +
+                      std::to_string(kMaxNamePatternChars));
+  }
+  try {
+    return std::regex(re, std::regex::ECMAScript);
+  } catch (const std::regex_error& e) {
+    throw ConfigError(shown + ": invalid regular expression (" + e.what() + ")");
+  }
+}
 
 std::string role_name(Role r) {
   switch (r) {
@@ -197,7 +221,7 @@ WindowPlan plan_window(const Window& w, const PlanOptions& o, const net::Collect
       }
       continue;
     }
-    if ((inc && !std::regex_search(l.name, *inc)) || (exc && std::regex_search(l.name, *exc))) {
+    if ((inc && !matches(l.name, *inc, "include")) || (exc && matches(l.name, *exc, "exclude"))) {
       p.role[i] = Role::kExcluded;
       p.choice[i] = l.default_index;
       p.chosen[i] = l.candidates[l.default_index];

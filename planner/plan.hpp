@@ -20,6 +20,7 @@
 #include <array>
 #include <functional>
 #include <optional>
+#include <regex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -82,6 +83,16 @@ struct WindowPlan {
   std::string detail;                   ///< engine-specific note (time engine: which plan won)
   std::optional<double> step_s, uniform_step_s, uncompressed_step_s;
 };
+
+/// Longest include/exclude expression, and longest parameter name matched against one. The
+/// standard library's regex compiler and matcher recurse per character, so a longer pattern or
+/// name could overflow the stack; real ones are far shorter.
+inline constexpr std::size_t kMaxNamePatternChars = 1024;
+inline constexpr std::size_t kMaxMatchedNameBytes = 4096;
+
+/// Compiles an include/exclude expression (ECMAScript); ConfigError naming the expression when it
+/// is invalid or longer than kMaxNamePatternChars.
+std::regex compile_name_pattern(const std::string& re);
 
 /// Plans one window. `cost` may be null (no time predictions); the time engine needs it
 /// (ConfigError otherwise).

@@ -228,17 +228,21 @@ Window read_window(hid_t g, const std::string& where, const std::vector<kernels:
   const auto compute = read_array<double>(g, "layer_compute_time_s", L, where);
   const auto deflt = read_array<std::int64_t>(g, "layer_default", L, where);
   const auto count = read_array<std::int64_t>(g, "layer_candidates", L, where);
-  std::size_t C = 0;
+  // The counts must add up to the candidate arrays' length; a sum past int64 (a corrupt count
+  // that would wrap it round to a small number) is refused before it is used as a size.
+  std::int64_t C = 0;
   for (std::size_t i = 0; i < L; ++i) {
-    if (count[i] < 0)
-      throw ConfigError(where + "/layer_candidates[" + std::to_string(i) + "] = " + std::to_string(count[i]) + "; expected >= 0");
-    C += static_cast<std::size_t>(count[i]);
+    if (count[i] < 0 || count[i] > std::numeric_limits<std::int64_t>::max() - C)
+      throw ConfigError(where + "/layer_candidates[" + std::to_string(i) + "] = " + std::to_string(count[i]) + "; expected >= 0" +
+                        (count[i] < 0 ? "" : ", and counts whose sum fits in 64 bits"));
+    C += count[i];
   }
-  const auto setting = read_array<std::int64_t>(g, "candidate_setting", C, where);
-  const auto error = read_array<double>(g, "candidate_error", C, where);
-  const auto bytes = read_array<double>(g, "candidate_bytes", C, where);
-  const auto coll = read_array<std::int64_t>(g, "candidate_collective", C, where);
-  const auto ktime = read_array<double>(g, "candidate_kernel_time_s", C, where);
+  const auto Cn = static_cast<std::size_t>(C);
+  const auto setting = read_array<std::int64_t>(g, "candidate_setting", Cn, where);
+  const auto error = read_array<double>(g, "candidate_error", Cn, where);
+  const auto bytes = read_array<double>(g, "candidate_bytes", Cn, where);
+  const auto coll = read_array<std::int64_t>(g, "candidate_collective", Cn, where);
+  const auto ktime = read_array<double>(g, "candidate_kernel_time_s", Cn, where);
 
   win.layers.resize(L);
   std::size_t s = 0, c = 0;

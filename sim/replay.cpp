@@ -4,6 +4,7 @@
 #include <chrono>
 #include <mutex>
 #include <numeric>
+#include <string_view>
 
 #include "core/cancel.hpp"
 #include "core/error.hpp"
@@ -101,7 +102,14 @@ WindowMeasure Replay::run_window(const Window& w, const std::vector<kernels::Met
   const PoolStats stats = parallel_for_weighted(order.size(), options_.threads, weight, options_.memory_limit_bytes,
                                                 [&](std::size_t task, unsigned) {
     const std::size_t l = order[task];
-    out.layers[l] = run_layer(l, w, in_force[l], continues);
+    try {
+      out.layers[l] = run_layer(l, w, in_force[l], continues);
+    } catch (const InputError& e) {
+      // The kernels name the layer and step; the source adds the file ("trace run.h5: layer ...").
+      const std::string origin = source_.origin();
+      if (origin.empty() || std::string_view(e.what()).starts_with(origin)) throw;
+      throw InputError(origin + ": " + e.what());
+    }
     if (options_.progress) {
       std::lock_guard<std::mutex> lock(progress_mutex);
       ReplayProgress p;
@@ -127,8 +135,11 @@ LayerWindow Replay::run_layer(std::size_t l, const Window& w, const kernels::Met
   LayerWindow res;
   res.applied = spec;
 
+  // Random streams and state are keyed by the layer's index in the whole model (a view of some
+  // layers replays them exactly as the whole source does).
+  const std::size_t id = source_.layer_id(l);
   kernels::ErrorFeedback ef(kernels::make_compressor(spec, options_.backend));
-  kernels::LayerState& state = ef.state(l);
+  kernels::LayerState& state = ef.state(id);
   if (!w.starts_burst && !carried_[l].residual.empty()) state = std::move(carried_[l]);
   carried_[l] = kernels::LayerState{};
   const bool trajectory = options_.mode == ErrorMode::kTrajectory && !candidates_.empty();
@@ -141,7 +152,7 @@ LayerWindow Replay::run_layer(std::size_t l, const Window& w, const kernels::Met
   auto ctx_for = [&](std::size_t row) {
     kernels::LayerContext ctx;
     ctx.name = layer.name;
-    ctx.index = l;
+    ctx.index = id;
     ctx.step = static_cast<std::uint64_t>(steps[row]);
     ctx.seed = options_.seed;
     ctx.shape = layer.shape;
@@ -181,7 +192,7 @@ LayerWindow Replay::run_layer(std::size_t l, const Window& w, const kernels::Met
   a = {};
   for (const auto& c : set.candidates) {
     kernels::ErrorFeedback cef(kernels::make_compressor(c, options_.backend));
-    cef.state(l) = copy_state(start_state);
+    cef.state(id) = copy_state(start_state);
     double ce = 0;
     for (std::size_t i = 0; i < w.count; ++i) {
       throw_if_cancelled();

@@ -32,4 +32,18 @@ void MemorySource::read(std::size_t layer, std::size_t row, std::span<float> out
   std::copy(src.begin(), src.end(), out.begin());
 }
 
+LayerSubset::LayerSubset(const GradientSource& base, std::vector<std::size_t> layers) : base_(base), index_(std::move(layers)) {
+  std::vector<bool> seen(base_.layers().size(), false);
+  for (std::size_t i : index_) {
+    if (i >= seen.size() || seen[i]) {
+      throw Error("layer subset: index " + std::to_string(i) + (i >= seen.size() ? " outside the source's " : " repeated among ") +
+                  std::to_string(seen.size()) + " layers");
+    }
+    seen[i] = true;
+    layers_.push_back(base_.layers()[i]);
+  }
+}
+
+void LayerSubset::read(std::size_t layer, std::size_t row, std::span<float> out) const { base_.read(index_.at(layer), row, out); }
+
 }  // namespace lgreco::sim

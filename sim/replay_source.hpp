@@ -3,6 +3,7 @@
 /// or memory (tests). Reads are per (layer, row) so that a replay never holds more than the rows it
 /// is working on: one step of one layer at a time.
 #include <cstdint>
+#include <filesystem>
 #include <optional>
 #include <span>
 #include <string>
@@ -36,6 +37,38 @@ class GradientSource {
   /// Reads row `row` of layer `layer` as fp32 into `out` (size numel). Must be safe to call from
   /// several threads at once. Throws TraceError (unreadable) naming the layer and row.
   virtual void read(std::size_t layer, std::size_t row, std::span<float> out) const = 0;
+  /// The layer's index in the whole model: the kernels' random streams and error-feedback state are
+  /// keyed by it, so that a view of some layers (LayerSubset) replays them bit for bit as the whole.
+  virtual std::size_t layer_id(std::size_t layer) const { return layer; }
+  /// The file the gradients come from (empty: not a file). Processes that share a file system open
+  /// the same source by it (pipeline/distributed.hpp).
+  virtual std::filesystem::path path() const { return {}; }
+  /// How messages name the source ("trace run.h5"; empty: nothing to add).
+  virtual std::string origin() const { return {}; }
+};
+
+/// Some layers of another source, in the order given; layer_id() stays the base's, so a replay of
+/// the view measures each layer exactly as a replay of the whole source does. Each read goes to the
+/// base; nothing else of the base is read or held. The base must outlive the view.
+class LayerSubset : public GradientSource {
+ public:
+  /// `layers`: indices into base.layers(), each at most once (Error otherwise).
+  LayerSubset(const GradientSource& base, std::vector<std::size_t> layers);
+  std::string model() const override { return base_.model(); }
+  int world_size() const override { return base_.world_size(); }
+  const std::vector<std::int64_t>& steps() const override { return base_.steps(); }
+  const std::vector<SourceLayer>& layers() const override { return layers_; }
+  void read(std::size_t layer, std::size_t row, std::span<float> out) const override;
+  std::size_t layer_id(std::size_t layer) const override { return base_.layer_id(index_.at(layer)); }
+  std::filesystem::path path() const override { return base_.path(); }
+  std::string origin() const override { return base_.origin(); }
+  /// Index in the base of the view's layer `layer`.
+  std::size_t base_index(std::size_t layer) const { return index_.at(layer); }
+
+ private:
+  const GradientSource& base_;
+  std::vector<std::size_t> index_;
+  std::vector<SourceLayer> layers_;
 };
 
 /// A source held in memory (tests and small synthetic inputs): grads[layer][row] is one row.

@@ -30,6 +30,8 @@ class TraceSource : public GradientSource {
   int world_size() const override { return static_cast<int>(reader_.header().world_size); }
   const std::vector<std::int64_t>& steps() const override { return reader_.steps(); }
   const std::vector<SourceLayer>& layers() const override { return layers_; }
+  std::filesystem::path path() const override { return reader_.path(); }
+  std::string origin() const override { return "trace " + reader_.path().string(); }
   void read(std::size_t layer, std::size_t row, std::span<float> out) const override {
     // The HDF5 library is not built thread-safe: only fetching the stored chunks is serialised;
     // inflating, unshuffling and converting them runs on the calling thread without the lock.

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "core/error.hpp"
+#include "core/text.hpp"
 
 namespace lgreco::cli {
 
@@ -96,17 +97,20 @@ bool ArgParser::parse(const std::vector<std::string>& args) {
         has_value = true;
       }
       Opt* o = find(name);
-      if (!o) throw UsageError(usage_ + ": unknown option '" + name + "' (see --help)");
+      if (!o) throw UsageError(usage_ + ": unknown option " + quote_name(name) + " (see --help)");
       if (o->flag) {
         if (has_value) throw UsageError(usage_ + ": option '" + name + "' takes no value");
         *o->flag = true;
         o->seen = true;
         continue;
       }
+      // Named as given, with the long name when a short alias was used ("-o/--output").
+      const std::string shown = name == o->name ? name : name + "/" + o->name;
       if (!has_value) {
-        if (i + 1 >= args.size()) throw UsageError(usage_ + ": option '" + name + "' needs a value (" + o->metavar + ")");
+        if (i + 1 >= args.size()) throw UsageError(usage_ + ": option '" + shown + "' needs a value (" + o->metavar + ")");
         value = args[++i];
       }
+      if (value.empty()) throw UsageError(usage_ + ": option '" + shown + "' needs a non-empty value (" + o->metavar + ")");
       if (o->values) {
         o->values->push_back(value);
       } else {
@@ -116,7 +120,8 @@ bool ArgParser::parse(const std::vector<std::string>& args) {
       o->seen = true;
       continue;
     }
-    if (next_pos >= pos_.size()) throw UsageError(usage_ + ": unexpected argument '" + a + "' (see --help)");
+    if (next_pos >= pos_.size()) throw UsageError(usage_ + ": unexpected argument " + quote_name(a) + " (see --help)");
+    if (a.empty()) throw UsageError(usage_ + ": argument " + pos_[next_pos].name + " is empty");
     *pos_[next_pos++].value = a;
   }
   for (std::size_t p = next_pos; p < pos_.size(); ++p) {
@@ -174,12 +179,17 @@ std::vector<std::string> split_list(const std::string& text, char sep) {
   return out;
 }
 
-long long parse_int(const std::string& option, const std::string& text) {
+long long parse_int(const std::string& option, const std::string& text, long long lo, long long hi) {
   errno = 0;
   char* end = nullptr;
   const long long v = std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || errno == ERANGE) {
-    throw UsageError(option + ": expected an integer, got '" + text + "'");
+  const bool digits = !text.empty() && text.find_first_not_of("+-0123456789") == std::string::npos;
+  if (text.empty() || *end != '\0' || !digits) {
+    throw UsageError(option + ": expected an integer, got " + quote_name(text));
+  }
+  if (errno == ERANGE || v < lo || v > hi) {
+    throw UsageError(option + ": " + printable(text) + " is out of range (expected an integer from " + std::to_string(lo) +
+                     " to " + std::to_string(hi) + ")");
   }
   return v;
 }
@@ -189,11 +199,10 @@ double parse_double(const std::string& option, const std::string& text) {
   char* end = nullptr;
   const double v = std::strtod(text.c_str(), &end);
   if (text.empty() || *end != '\0' || errno == ERANGE || !std::isfinite(v)) {
-    throw UsageError(option + ": expected a number, got '" + text + "'");
+    throw UsageError(option + ": expected a finite number, got " + quote_name(text));
   }
   return v;
 }
 
-bool stderr_is_tty() { return ::isatty(2) == 1; }
 
 }  // namespace lgreco::cli

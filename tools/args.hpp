@@ -1,6 +1,7 @@
 #pragma once
 /// A small, strict command-line parser: declared options only (unknown flags are UsageError),
 /// `--name value` or `--name=value`, `-o` short alias, positionals, and generated --help.
+#include <climits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -28,7 +29,8 @@ class ArgParser {
   /// `--format table|json[|csv]` into *out (default table).
   ArgParser& format(Format* out, bool allow_csv = false);
 
-  /// Parses; returns false when --help was printed (caller returns 0). Throws UsageError.
+  /// Parses; returns false when --help was printed (caller returns 0). Throws UsageError, also
+  /// for an empty option value (`-o ""`).
   bool parse(const std::vector<std::string>& args);
   /// Whether an option was given on the command line.
   bool given(const std::string& name) const;
@@ -61,11 +63,11 @@ class ArgParser {
 
 /// Parses a comma list ("1,2,4").
 std::vector<std::string> split_list(const std::string& text, char sep = ',');
-/// Parses an integer option value; UsageError naming the option on failure.
-long long parse_int(const std::string& option, const std::string& text);
+/// Parses an integer option value in [lo, hi] (by default the range of an int, since most
+/// counts end up in one); UsageError naming the option, the value and the range otherwise.
+/// Options that need more (seeds, step ids) pass their own bounds.
+long long parse_int(const std::string& option, const std::string& text, long long lo = INT_MIN, long long hi = INT_MAX);
 /// Parses a floating-point option value; UsageError naming the option on failure.
 double parse_double(const std::string& option, const std::string& text);
-/// True when stderr is a terminal (progress lines are shown only then).
-bool stderr_is_tty();
 
 }  // namespace lgreco::cli

@@ -1,15 +1,14 @@
 // `lgreco net calibrate | predict | validate | topology`: the network model from the command line.
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <map>
-#include <regex>
-#include <sstream>
 #include <iostream>
 #include <limits>
 #include <optional>
 
+#include "core/json_util.hpp"
 #include "core/provenance.hpp"
+#include "core/text.hpp"
 #include "core/units.hpp"
 #include "network_models/corpus.hpp"
 #include "network_models/corpus_fit.hpp"
@@ -44,13 +43,22 @@ int parse_ranks(const std::string& s) {
   return static_cast<int>(r);
 }
 
+// --collective's value; an unknown name is the option's usage error.
+Collective collective_option(const std::string& s) {
+  try {
+    return parse_collective(s);
+  } catch (const ConfigError& e) {
+    throw UsageError(std::string("--collective: ") + e.what());
+  }
+}
+
 // Ranks and collective of an nccl-tests run: the options when given, else what the file says.
 std::pair<int, Collective> run_shape(const std::string& file, const net::NcclTestsRun& run, const std::string& ranks_s,
                                      const std::string& coll_s) {
   int ranks = parse_ranks(ranks_s);
   if (ranks == 0 && run.ranks) ranks = *run.ranks;
   if (ranks == 0) throw UsageError(file + ": the file does not say how many ranks ran; pass --ranks");
-  if (!coll_s.empty()) return {ranks, parse_collective(coll_s)};
+  if (!coll_s.empty()) return {ranks, collective_option(coll_s)};
   if (run.collective) return {ranks, *run.collective};
   throw UsageError(file + ": the file does not name its collective; pass --collective");
 }
@@ -85,7 +93,7 @@ int run_calibrate(const std::vector<std::string>& args) {
   const net::Topology t = net::resolve_topology(topology);
   const net::FitResult fit = net::fit_model(t, ranks, c, run.points, net::parse_selection(selection));
   std::vector<std::filesystem::path> inputs{file};
-  if (std::filesystem::is_regular_file(topology)) inputs.push_back(topology);
+  if (std::error_code ec; std::filesystem::is_regular_file(topology, ec)) inputs.push_back(topology);
   const Json config{{"source", file}, {"topology", topology}, {"ranks", ranks}, {"collective", lgreco::to_string(c)}, {"selection", selection},
                     {"time_column", "out-of-place"}, {"loss", "soft-L1 on ln(predicted/measured), scale 0.05"},
                     {"optimizer", "Levenberg-Marquardt, 400 seeded starts"}};
@@ -128,7 +136,7 @@ int run_predict(const std::vector<std::string>& args) {
       .option("--ranks", &ranks_s, "N", "ranks (default: every GPU of the topology)")
       .format(&fmt);
   if (!p.parse(args)) return 0;
-  const auto c = parse_collective(coll_s);
+  const auto c = collective_option(coll_s);
   const auto sizes = parse_sizes(sizes_s);
   std::vector<std::filesystem::path> inputs;
   const net::CollectiveModel m = resolve_model(topology, parse_ranks(ranks_s), fit, &inputs);
@@ -215,37 +223,32 @@ int run_validate(const std::vector<std::string>& args) {
       .flag("--holdout", &holdout, "with a corpus directory: fit the presets' constants without each system and predict it")
       .format(&fmt);
   if (!p.parse(args)) return 0;
-  if (std::filesystem::is_directory(file)) {
+  if (std::error_code ec; std::filesystem::is_directory(file, ec)) {
     if (!topology.empty() || !fit.empty() || !bench_s.empty() || !gpp_s.empty() || !ranks_s.empty() || !coll_s.empty())
       throw UsageError("a corpus directory takes only --holdout and --format (each file names its topology and benchmark)");
     return validate_corpus_dir(file, holdout, fmt);
   }
   if (holdout) throw UsageError("--holdout needs a corpus directory, not the file " + file);
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw InputError("cannot open " + file);
-  std::ostringstream text;
-  text << in.rdbuf();
+  // The size limit of nccl-tests logs (net::load_nccl_tests); devices and oversized files are refused.
+  const std::string text = read_text_file(file, std::uint64_t{256} << 20);
   std::vector<MeasuredRow> rows;
   std::optional<net::Topology> corpus_topology;
   net::Benchmark bench = net::Benchmark::kNcclTests;
   bool per_host = false;
   std::string source;
-  if (net::is_corpus_text(text.str())) {
-    const net::CorpusFile f = net::parse_corpus(text.str(), file);
+  if (net::is_corpus_text(text)) {
+    const net::CorpusFile f = net::parse_corpus(text, file);
     for (const auto& r : f.rows) rows.push_back({r.collective, r.ranks, r.size_bytes, r.time_s});
     bench = f.benchmark;
     per_host = f.one_process_per_host;
     source = f.source;
     if (topology.empty()) corpus_topology = net::corpus_topology(f), topology = f.topology;
   } else {
-    const net::NcclTestsRun run = net::parse_nccl_tests(text.str(), file);
+    const net::NcclTestsRun run = net::parse_nccl_tests(text, printable(file));
     const auto [ranks, c] = run_shape(file, run, ranks_s, coll_s);
     for (const auto& pt : run.points) rows.push_back({c, ranks, pt.size_bytes, pt.time_s});
     // "nGpus N" or "-g N" (N > 1) in the header: one process drives N GPUs (nccl-tests -g N).
-    static const std::regex ngpus(R"((?:nGpus|\s-g)\s+(\d+))");
-    std::smatch m;
-    const std::string& s = text.str();
-    per_host = std::regex_search(s, m, ngpus) && std::stoi(m[1]) > 1;
+    per_host = run.gpus_per_process.value_or(1) > 1;
   }
   if (topology.empty()) throw UsageError(file + ": not a corpus file naming its topology; pass --topology");
   if (!bench_s.empty()) {
@@ -258,7 +261,7 @@ int run_validate(const std::vector<std::string>& args) {
   }
   std::vector<std::filesystem::path> inputs{file};
   const net::Topology t = corpus_topology ? *corpus_topology : net::resolve_topology(topology);
-  if (!corpus_topology && std::filesystem::is_regular_file(topology)) inputs.push_back(topology);
+  if (std::error_code ec; !corpus_topology && std::filesystem::is_regular_file(topology, ec)) inputs.push_back(topology);
   Json fit_doc;
   if (!fit.empty()) {
     fit_doc = read_json_file(fit);
@@ -344,7 +347,7 @@ int run_topology(const std::vector<std::string>& args) {
                          {"rail_bandwidth_GBps", bw(e.rail_Bps)}, {"rail_bottleneck", e.rail_bottleneck}};
   if (fmt == Format::kJson) {
     std::vector<std::filesystem::path> inputs;
-    if (std::filesystem::is_regular_file(topology)) inputs.push_back(topology);
+    if (std::error_code ec; std::filesystem::is_regular_file(topology, ec)) inputs.push_back(topology);
     Json doc = net::topology_to_json(t);
     doc["kind"] = "lgreco-net-topology";
     doc["bottlenecks"] = bottlenecks;

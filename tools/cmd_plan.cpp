@@ -22,6 +22,7 @@
 #include "tools/command.hpp"
 #include "tools/loop_args.hpp"
 #include "tools/plan_report.hpp"
+#include "tools/ranks.hpp"
 
 namespace lgreco::cli {
 namespace {
@@ -72,8 +73,13 @@ PlanOptions plan_options(const Flags& f, const ArgParser& p, Json& config) {
     throw UsageError(std::string(o.budget.kind == Budget::Kind::kAlpha ? "--alpha " + f.alpha : "--error-budget " + f.error_budget) +
                      ": expected a number >= 0");
   }
-  if (p.given("--include")) o.include_re = f.include;
-  if (p.given("--exclude")) o.exclude_re = f.exclude;
+  // An expression the planner cannot use is the flag's usage error, found before any work.
+  const auto pattern = [](const char* flag, const std::string& re) {
+    flag_value(flag, [&] { return compile_name_pattern(re); });
+    return re;
+  };
+  if (p.given("--include")) o.include_re = pattern("--include", f.include);
+  if (p.given("--exclude")) o.exclude_re = pattern("--exclude", f.exclude);
   for (const auto& pin : f.pins) {
     const auto eq = pin.find('=');
     if (eq == std::string::npos || eq == 0) throw UsageError("--pin '" + pin + "': expected name=method[:key=value,...]");
@@ -145,7 +151,9 @@ int run_trace_form(const Flags& f, LoopRequest& req, const PlanOptions& opt, Jso
   }
   if (f.forward.size()) o.compute.forward_s = opt.forward_s;
   o.compute.recorded_scale = compute_scale;
+  o.engine = ranks().engine;
   const pipeline::LoopResult r = pipeline::run_closed_loop(req.trace, o, cost, stderr_progress());
+  print_layout_note(r.replay_layout);
   if (cost && !r.compute.note.empty()) std::cerr << "lgreco: note: " << r.compute.note << "\n";
   refuse_infeasible(r.plans, req.trace, f.allow_infeasible);
   Json loop = pipeline::loop_config(o, r);

@@ -1,4 +1,5 @@
 // `lgreco replay`: run a schedule's settings over a trace with the kernels and count what they send.
+#include <algorithm>
 #include <iostream>
 #include <limits>
 #include <map>
@@ -17,6 +18,7 @@
 #include "pipeline/schedule_replay.hpp"
 #include "tools/loop_args.hpp"
 #include "tools/plan_report.hpp"
+#include "tools/ranks.hpp"
 
 namespace lgreco::cli {
 namespace {
@@ -33,7 +35,7 @@ int run_replay(const std::vector<std::string>& args) {
   p.option("--phase", &phase, "LABEL",
            "what to run: scheduled (each step with the phase in force at that step, as the training job does), a phase "
            "label (uniform, plan-2, ...) over every step, last, or all phases one by one (default)");
-  p.option("--threads", &threads, "N", "worker threads (default: all cores)");
+  p.option("--threads", &threads, "N", "worker threads (default: all cores; under MPI, each rank its share of its machine's)");
   p.option("--memory-limit", &memory_limit, "SIZE",
            "run layers in parallel only while their buffers fit in SIZE; 0 = no limit (default: half the physical memory)");
   p.option("--backend", &backend, "NAME", "auto, cpu or cuda (default auto)");
@@ -45,16 +47,20 @@ int run_replay(const std::vector<std::string>& args) {
   const planner::Schedule sched = planner::read_schedule(schedule);
   pipeline::ScheduleReplayOptions opt;
   opt.only = phase;
-  opt.threads = sim::resolve_threads(threads.empty() ? 0 : static_cast<int>(parse_int("--threads", threads)));
+  // Ranks on one machine share its cores: by default each takes its share (tools/ranks.hpp).
+  opt.threads = threads.empty() ? std::max(1u, sim::resolve_threads(0) / static_cast<unsigned>(std::max(1, ranks().on_node)))
+                                : sim::resolve_threads(static_cast<int>(parse_int("--threads", threads, 1, 4096)));
   opt.backend = sim::resolve_backend(backend);
-  opt.seed = static_cast<std::uint64_t>(parse_int("--seed", seed));
+  opt.seed = static_cast<std::uint64_t>(parse_int("--seed", seed, 0, std::numeric_limits<int>::max()));
   try {
     opt.memory_limit_bytes = memory_limit.empty() ? default_memory_limit_bytes() : static_cast<double>(units::parse_bytes(memory_limit));
   } catch (const ConfigError& e) {
     throw UsageError(std::string("--memory-limit: ") + e.what());
   }
   opt.progress = stderr_progress();
+  opt.engine = ranks().engine;
   const pipeline::ScheduleReplay rep = pipeline::replay_schedule(*source, sched, schedule, opt);
+  print_layout_note(rep.replay_layout);
 
   Json out_phases = Json::array();
   std::size_t steps = 0;
@@ -75,6 +81,8 @@ int run_replay(const std::vector<std::string>& args) {
                               {"steps", per_step}});
   }
   if (fmt == Format::kJson) {
+    Json provenance = provenance_json({trace, schedule});
+    if (!rep.replay_layout.is_null()) provenance["replay"] = rep.replay_layout;
     std::cout << Json{{"schema_version", 1},
                       {"kind", "lgreco-replay"},
                       {"model", source->model()},
@@ -84,7 +92,7 @@ int run_replay(const std::vector<std::string>& args) {
                       {"phases", out_phases},
                       {"config", Json{{"trace", trace}, {"schedule", schedule}, {"phase", phase}, {"threads", opt.threads},
                                       {"seed", opt.seed}}},
-                      {"provenance", provenance_json({trace, schedule})}}
+                      {"provenance", provenance}}
                      .dump(2)
               << "\n";
   } else {

@@ -52,8 +52,16 @@ int run_simulate(const std::vector<std::string>& args) {
   if (!phase_s.empty() && schedule.empty()) throw UsageError("--phase needs --schedule");
   std::vector<std::filesystem::path> inputs;
   pipeline::StepInputs in;
+  // A flag's value the library refuses is that flag's usage error.
+  const auto option = [](const char* flag, auto&& parse) {
+    try {
+      return parse();
+    } catch (const ConfigError& e) {
+      throw UsageError(std::string(flag) + ": " + e.what());
+    }
+  };
   if (!preset.empty()) {
-    in = pipeline::inputs_from_preset(preset);
+    in = option("--model", [&] { return pipeline::inputs_from_preset(preset); });
   } else if (!trace.empty()) {
     in = pipeline::inputs_from_trace(trace);
     inputs.push_back(trace);
@@ -87,7 +95,7 @@ int run_simulate(const std::vector<std::string>& args) {
     inputs.push_back(schedule);
     sched_cfg = {{"path", schedule}, {"phase", used}, {"label", sched.phases[static_cast<std::size_t>(used)].label}};
   } else {
-    pipeline::set_uniform(in, sim::parse_method(method.empty() ? "none" : method));
+    pipeline::set_uniform(in, option("--method", [&] { return sim::parse_method(method.empty() ? "none" : method); }));
   }
   planner::Tables tables;
   tables.windows.push_back(in.window);

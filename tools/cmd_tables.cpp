@@ -6,6 +6,7 @@
 #include <set>
 
 #include "core/error.hpp"
+#include "core/json_util.hpp"
 #include "kernels/method_json.hpp"
 #include "planner/tables.hpp"
 #include "tools/args.hpp"
@@ -16,6 +17,13 @@ namespace {
 
 using namespace lgreco::planner;
 
+// Either form; the JSON form is read through core's bounded reader (no devices, size limit, depth
+// limit) rather than an unbounded stream.
+Tables read_input_tables(const std::string& path) {
+  if (is_hdf5_file(path)) return read_tables_h5(path);
+  return tables_from_text(read_text_file(path), path);
+}
+
 int run_info(const std::vector<std::string>& args) {
   std::string path;
   Format fmt;
@@ -24,7 +32,7 @@ int run_info(const std::vector<std::string>& args) {
               "candidates and the methods they use. Exit 1 when the file is not valid tables.");
   p.positional("TABLES", &path, "tables file").format(&fmt);
   if (!p.parse(args)) return 0;
-  const Tables t = read_tables(path);
+  const Tables t = read_input_tables(path);
   const std::string form = is_hdf5_file(path) ? "hdf5" : "json";
   std::size_t candidates = 0;
   std::map<std::string, std::size_t> per_method;
@@ -69,7 +77,7 @@ int run_convert(const std::vector<std::string>& args) {
   if (!p.parse(args)) return 0;
   const Overwrite policy = force ? Overwrite::kAllow : Overwrite::kRefuse;
   check_writable_destination(out, policy);
-  const Tables t = read_tables(in);
+  const Tables t = read_input_tables(in);
   PendingTables pending(t, out, policy);
   pending.commit();
   std::cout << "wrote " << out << " (" << (wants_hdf5(out) ? "hdf5" : "json") << ", " << t.windows.size() << " windows)\n";

@@ -1,17 +1,21 @@
 // `lgreco trace synth|info|validate`: write synthetic traces, describe and check trace files.
+#include <memory>
 #include <fmt/format.h>
 
+#include <climits>
 #include <cmath>
 #include <iostream>
 
 #include "core/error.hpp"
 #include "core/json_util.hpp"
 #include "core/provenance.hpp"
+#include "core/text.hpp"
 #include "core/units.hpp"
 #include "tools/args.hpp"
 #include "tools/command.hpp"
 #include "traces/presets.hpp"
 #include "traces/reader.hpp"
+#include "tools/progress.hpp"
 #include "traces/synth.hpp"
 #include "traces/validate.hpp"
 
@@ -21,14 +25,12 @@ namespace {
 using traces::LayerStats;
 using traces::TraceReader;
 
-// Progress on stderr, only when it is a terminal.
+// Counted progress of a trace command (tools/progress.hpp).
 struct Progress {
-  bool on = stderr_is_tty();
-  std::string label;
-  void operator()(std::int64_t done, std::int64_t total) const {
-    if (!on) return;
-    std::cerr << "\r" << label << " " << done << "/" << total << (done == total ? "\n" : "") << std::flush;
-  }
+  std::shared_ptr<ProgressLine> line;
+  std::string unit;
+  Progress(const std::string& stage, std::string u) : line(std::make_shared<ProgressLine>(stage)), unit(std::move(u)) {}
+  void operator()(std::int64_t done, std::int64_t total) const { line->count(done, total, unit); }
 };
 
 int run_synth(const std::vector<std::string>& args) {
@@ -69,15 +71,14 @@ int run_synth(const std::vector<std::string>& args) {
   o.steps = parse_int("--steps", steps);
   if (p.given("--bursts")) o.bursts = parse_int("--bursts", bursts);
   if (p.given("--burst-length")) o.burst_length = parse_int("--burst-length", burst_length);
-  if (p.given("--burst-spacing")) o.burst_spacing = parse_int("--burst-spacing", spacing);
+  if (p.given("--burst-spacing")) o.burst_spacing = parse_int("--burst-spacing", spacing, 1, traces::kMaxSynthStepId);
   try {
     o.dtype = traces::parse_storage_dtype(dtype);
   } catch (const ConfigError& e) {
     throw UsageError(std::string("lgreco trace synth: --dtype: ") + e.what());
   }
   if (p.given("--seed")) {
-    const long long s = parse_int("--seed", seed);
-    if (s < 0) throw UsageError("lgreco trace synth: --seed " + seed + " must be >= 0");
+    const long long s = parse_int("--seed", seed, 0, LLONG_MAX);
     o.seed = static_cast<std::uint64_t>(s);
   }
   if (p.given("--world-size")) o.world_size = parse_int("--world-size", world);
@@ -105,7 +106,7 @@ int run_synth(const std::vector<std::string>& args) {
   const auto& preset = *preset_ptr;
   const Overwrite policy = force ? Overwrite::kAllow : Overwrite::kRefuse;
   check_writable_destination(out, policy);  // before any work
-  Progress progress{stderr_is_tty(), "trace synth: layer-steps"};
+  Progress progress{"trace synth", "layer-steps"};
   traces::synthesize_trace(preset, o, out, policy, std::cref(progress));
   const TraceReader r(out);
   std::cout << fmt::format("wrote {}: model {}, {} layers, {} steps in {} bursts, {}, {}\n", out, preset.name,
@@ -137,7 +138,7 @@ int run_info(const std::vector<std::string>& args) {
   p.positional("FILE", &file, "trace file (HDF5, docs/trace-format.md)").format(&fmt);
   if (!p.parse(args)) return 0;
   const TraceReader r(file);
-  Progress progress{stderr_is_tty(), "trace info: layers"};
+  Progress progress{"trace info", "layers"};
   const auto stats = traces::scan_trace(r, [&](std::size_t i) {
     progress(static_cast<std::int64_t>(i + 1), static_cast<std::int64_t>(r.layers().size()));
   });
@@ -161,6 +162,7 @@ int run_info(const std::vector<std::string>& args) {
                       {"model", h.model}, {"world_size", h.world_size}, {"dtype", traces::to_string(h.dtype)},
                       {"producer", h.producer}, {"created", h.created},
                       {"producer_config", h.producer_config.empty() ? Json(nullptr) : Json(h.producer_config)},
+                      {"derived", h.derived},
                       {"steps", r.steps()},
                       {"bursts", bursts_json(r)}, {"parameters", params}, {"file_size_bytes", r.file_size_bytes()},
                       {"has_loss", r.loss().has_value()}, {"has_lr", r.lr().has_value()}, {"layers", layers},
@@ -170,12 +172,19 @@ int run_info(const std::vector<std::string>& args) {
   }
   std::cout << fmt::format("trace {}\n  format     {} v{}\n  model      {} (world size {}, stored as {})\n"
                            "  producer   {}{}\n  created    {}\n  steps      {} in {} bursts: {}\n"
-                           "  layers     {} tensors, {} parameters ({} fp32 per step)\n  file       {}\n\n",
+                           "  layers     {} tensors, {} parameters ({} fp32 per step)\n  file       {}\n",
                            file, traces::kTraceFormatName, traces::kTraceFormatVersion, h.model, h.world_size,
                            traces::to_string(h.dtype), h.producer,
                            h.producer_config.empty() ? "" : "\n  config     " + h.producer_config, h.created, r.steps().size(), r.bursts().size(),
                            bursts_text(r), r.layers().size(), params, units::format_bytes(4.0 * static_cast<double>(params)),
                            units::format_bytes(static_cast<double>(r.file_size_bytes())));
+  if (!h.derived.empty()) {
+    // One line: what the file does not hold and the reader filled in (docs/trace-format.md).
+    std::string d;
+    for (const auto& f : h.derived) d += (d.empty() ? "" : "; ") + f;
+    std::cout << "  derived    " << d << "\n";
+  }
+  std::cout << "\n";
   std::cout << fmt::format("{:>5}  {:<44} {:<18} {:>11} {:<9} {:>6} {:>5} {:>11} {:>11} {:>6} {:>6}\n", "index", "name",
                            "shape", "numel", "kind", "bucket", "bwd", "l2 mean", "l2 max", "nan", "inf");
   for (std::size_t i = 0; i < r.layers().size(); ++i) {
@@ -201,10 +210,10 @@ int run_validate(const std::vector<std::string>& args) {
               "and dataset) and the per-layer NaN/Inf counts.");
   p.positional("FILE", &file, "trace file (HDF5, docs/trace-format.md)").format(&fmt);
   if (!p.parse(args)) return 0;
-  Progress progress{stderr_is_tty(), "trace validate: layers"};
+  Progress progress{"trace validate", "layers"};
   std::size_t nlayers = 0;
   const auto report = traces::validate_trace(file, [&](std::size_t i) { progress(static_cast<std::int64_t>(++nlayers), -1); });
-  if (progress.on && nlayers > 0) std::cerr << "\n";
+  if (nlayers > 0) progress.line->show(1.0, std::to_string(nlayers) + " layers");
   if (fmt == Format::kJson) {
     Json layers = Json::array();
     for (std::size_t i = 0; i < report.stats.size(); ++i) {
@@ -230,7 +239,7 @@ int run_validate(const std::vector<std::string>& args) {
                                r.layers().size(), r.steps().size(), r.bursts().size());
     }
   }
-  if (!report.ok) std::cerr << "lgreco: error: " << report.first_problem << "\n";
+  if (!report.ok) std::cerr << "lgreco: error: " << printable(report.first_problem) << "\n";
   return report.ok ? 0 : 1;
 }
 

@@ -18,6 +18,7 @@
 #include "pipeline/whatif.hpp"
 #include "tools/loop_args.hpp"
 #include "tools/plan_report.hpp"
+#include "tools/ranks.hpp"
 
 #ifndef LGRECO_SOURCE_DIR
 #define LGRECO_SOURCE_DIR "."
@@ -124,7 +125,9 @@ int run_whatif(const std::vector<std::string>& args) {
   o.compute.recorded_scale = resolve_compute_scale(kt);
   pipeline::LoopResult r;
   if (!a.trace.empty()) {
+    o.engine = ranks().engine;
     r = pipeline::run_closed_loop(a.trace, o, base.cost.get(), stderr_progress());
+    print_layout_note(r.replay_layout);
   } else {
     // Tables computed earlier: plan their last window as the closed loop's final plan.
     r.tables = planner::read_tables(tables);

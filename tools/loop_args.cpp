@@ -1,5 +1,6 @@
 #include "tools/loop_args.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include <unistd.h>
@@ -8,6 +9,7 @@
 #include "core/units.hpp"
 #include "kernels/method_json.hpp"
 #include "sim/replay_pool.hpp"
+#include "tools/ranks.hpp"
 
 namespace lgreco::cli {
 
@@ -27,10 +29,10 @@ void add_loop_options(ArgParser& p, LoopArgs& a, bool trace_required) {
            "per-step error it delivers; default), power (L-GreCo's: 5 seeded subspace iterations on the window's "
            "mean matrix A), exact (singular values of A)");
   p.option("--backend", &a.backend, "NAME", "kernels: auto (CUDA when a device is there), cpu or cuda (default auto)");
-  p.option("--threads", &a.threads, "N", "worker threads (default: all cores)");
+  p.option("--threads", &a.threads, "N", "worker threads (default: all cores; under MPI, each rank its share of its machine's)");
   p.option("--memory-limit", &a.memory_limit, "SIZE",
            "run layers in parallel only while their buffers (estimated at 32 bytes per element) fit in SIZE, "
-           "e.g. 8GiB; 0 = no limit (default: half the physical memory)");
+           "e.g. 8GiB; 0 = no limit (default: half the physical memory; under MPI, per rank)");
   p.option("--seed", &a.seed, "N", "run seed: random streams and the measurement start (default 0)");
   p.option("--warmup-steps", &a.warmup, "N", "uncompressed warm-up steps of the schedule (default: the trace's first step)");
   p.option("--period", &a.period, "N", "longest window, in steps (default 1000); bursts are cut into windows of this length");
@@ -99,7 +101,9 @@ LoopRequest resolve_loop_options(const LoopArgs& a) {
     if (t < 1 || t > 4096) throw UsageError("--threads: expected an integer in [1, 4096], got '" + a.threads + "'");
     req.threads_requested = static_cast<int>(t);
   }
-  o.threads = sim::resolve_threads(req.threads_requested);
+  // Ranks on one machine share its cores: by default each takes its share (tools/ranks.hpp).
+  o.threads = req.threads_requested > 0 ? sim::resolve_threads(req.threads_requested)
+                                        : std::max(1u, sim::resolve_threads(0) / static_cast<unsigned>(std::max(1, ranks().on_node)));
   if (a.memory_limit.empty()) {
     o.memory_limit_bytes = default_memory_limit_bytes();
   } else {

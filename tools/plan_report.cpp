@@ -141,18 +141,4 @@ std::string loop_summary(const pipeline::LoopOptions& job, const pipeline::LoopR
   return o.str();
 }
 
-std::function<void(const sim::ReplayProgress&)> stderr_progress() {
-  if (!stderr_is_tty()) return {};
-  return [](const sim::ReplayProgress& p) {
-    const double frac = (static_cast<double>(p.window) + static_cast<double>(p.layers_done) / std::max<std::size_t>(1, p.layers_total)) /
-                        std::max<std::size_t>(1, p.windows);
-    const double gbs = p.elapsed_s > 0 ? p.grad_bytes / p.elapsed_s / 1e9 : 0.0;
-    const double eta = frac > 0 ? p.elapsed_s * (1 - frac) / frac : 0.0;
-    std::fprintf(stderr, "\rreplay: window %zu/%zu, layers %zu/%zu, %.2f GB/s, ETA %.0f s   ", p.window + 1, p.windows,
-                 p.layers_done, p.layers_total, gbs, eta);
-    if (p.window + 1 == p.windows && p.layers_done == p.layers_total) std::fprintf(stderr, "\n");
-    std::fflush(stderr);
-  };
-}
-
 }  // namespace lgreco::cli

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "tools/progress.hpp"
 #include "pipeline/loop.hpp"
 #include "planner/schedule.hpp"
 
@@ -18,7 +19,6 @@ std::string loop_summary(const pipeline::LoopOptions& o, const pipeline::LoopRes
 void print_tables_summary(std::ostream& os, const planner::Tables& t, const std::vector<planner::WindowPlan>& plans,
                           const planner::Schedule& s);
 
-/// Progress printer for stderr: a redrawn line on a terminal (a no-op function elsewhere).
-std::function<void(const sim::ReplayProgress&)> stderr_progress();
+/// Progress printer for replays: tools/progress.hpp.
 
 }  // namespace lgreco::cli

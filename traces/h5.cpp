@@ -1,5 +1,6 @@
 #include "traces/hdf5.hpp"
 
+#include <climits>
 #include <mutex>
 
 #include "core/error.hpp"
@@ -9,6 +10,11 @@ namespace lgreco::traces::h5 {
 void init() {
   static std::once_flag once;
   std::call_once(once, [] {
+    // No library shutdown at exit: after a failed write (disk full, `ulimit -f`) a file that
+    // could not be flushed stays half-closed in HDF5's tables, and H5_term_library's retry of
+    // that close crashes at exit (HDF5 1.10). Outputs are committed only after an explicit,
+    // checked H5Fclose, so nothing needs HDF5's exit-time flush; the OS releases the rest.
+    H5dont_atexit();
     H5open();
     // HDF5 prints its error stack to stderr by default; the library reports errors as exceptions.
     H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
@@ -124,16 +130,45 @@ std::vector<std::int64_t> read_attr_int_array(hid_t loc, const std::string& name
   if (cls != H5T_INTEGER) {
     throw TraceError(context + ": attribute '" + name + "' has type " + class_name(cls) + ", expected integer");
   }
-  std::vector<std::int64_t> v(static_cast<std::size_t>(attr_points(attr.get(), context, name)));
-  if (!v.empty()) check(H5Aread(attr.get(), H5T_NATIVE_INT64, v.data()), context, "cannot read attribute '" + name + "'");
+  const std::size_t size = H5Tget_size(ftype.get());
+  if (size > 8) {
+    throw TraceError(context + ": attribute '" + name + "' is a " + std::to_string(8 * size) +
+                     "-bit integer, expected at most 64 bits");
+  }
+  const std::int64_t points = attr_points(attr.get(), context, name);
+  if (points > (std::int64_t{1} << 24)) {
+    throw TraceError(context + ": attribute '" + name + "' holds " + std::to_string(points) + " values, expected a short list");
+  }
+  std::vector<std::int64_t> v(static_cast<std::size_t>(points));
+  if (v.empty()) return v;
+  if (size == 8 && H5Tget_sign(ftype.get()) == H5T_SGN_NONE) {
+    // Read unsigned 64-bit values as they are: HDF5 would clip those beyond int64 without a word.
+    std::vector<std::uint64_t> u(v.size());
+    check(H5Aread(attr.get(), H5T_NATIVE_UINT64, u.data()), context, "cannot read attribute '" + name + "'");
+    for (std::size_t i = 0; i < u.size(); ++i) {
+      if (u[i] > static_cast<std::uint64_t>(INT64_MAX)) {
+        throw TraceError(context + ": attribute '" + name + "' holds " + std::to_string(u[i]) +
+                         ", beyond the int64 range (at most " + std::to_string(INT64_MAX) + ")");
+      }
+      v[i] = static_cast<std::int64_t>(u[i]);
+    }
+    return v;
+  }
+  check(H5Aread(attr.get(), H5T_NATIVE_INT64, v.data()), context, "cannot read attribute '" + name + "'");
   return v;
 }
 
-std::int64_t read_attr_int(hid_t loc, const std::string& name, const std::string& context) {
+std::int64_t read_attr_int(hid_t loc, const std::string& name, const std::string& context, std::int64_t lo,
+                           std::int64_t hi) {
   const auto v = read_attr_int_array(loc, name, context);
   if (v.size() != 1) {
     throw TraceError(context + ": attribute '" + name + "' holds " + std::to_string(v.size()) +
                      " values, expected one integer");
+  }
+  if (v[0] < lo || v[0] > hi) {
+    throw TraceError(context + ": attribute '" + name + "' is " + std::to_string(v[0]) + ", expected " +
+                     (hi == INT64_MAX ? "at least " + std::to_string(lo)
+                                      : std::to_string(lo) + " to " + std::to_string(hi)));
   }
   return v[0];
 }
@@ -154,7 +189,12 @@ std::vector<std::int64_t> dataset_dims(hid_t dset, const std::string& context) {
   const int rank = H5Sget_simple_extent_ndims(space.get());
   if (rank < 0) throw TraceError(context + ": cannot read the dataspace");
   std::vector<hsize_t> dims(static_cast<std::size_t>(rank));
-  if (rank > 0) H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr);
+  if (rank > 0 && H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr) < 0) {
+    throw TraceError(context + ": cannot read the dataspace");
+  }
+  for (const hsize_t d : dims) {
+    if (d > static_cast<hsize_t>(INT64_MAX)) throw TraceError(context + ": a dimension of " + std::to_string(d) + " is beyond int64");
+  }
   return std::vector<std::int64_t>(dims.begin(), dims.end());
 }
 

@@ -6,13 +6,15 @@
 #include <hdf5.h>
 
 #include <cstdint>
+#include <climits>
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace lgreco::traces::h5 {
 
-/// Silences HDF5's own error-stack printing (once per process); call before any HDF5 use.
+/// Silences HDF5's own error-stack printing and turns off HDF5's exit-time shutdown (once per
+/// process; see h5.cpp for why); call before any HDF5 use.
 void init();
 
 /// Owns one HDF5 identifier of any type (closed with H5Idec_ref).
@@ -59,14 +61,18 @@ void write_attr(hid_t loc, const std::string& name, const std::string& value, co
 void write_attr(hid_t loc, const std::string& name, std::int64_t value, const std::string& context);
 void write_attr(hid_t loc, const std::string& name, const std::vector<std::int64_t>& value, const std::string& context);
 /// Attribute readers: accept fixed or variable-length strings; integer scalars or 1-element arrays
-/// of any integer type; errors say which attribute is missing or has the wrong type.
+/// of any integer type up to 64 bits; errors say which attribute is missing or has the wrong type.
+/// Integers are exact or refused: an unsigned 64-bit value beyond int64 is an error, never clipped.
 std::string read_attr_string(hid_t loc, const std::string& name, const std::string& context);
-std::int64_t read_attr_int(hid_t loc, const std::string& name, const std::string& context);
 std::vector<std::int64_t> read_attr_int_array(hid_t loc, const std::string& name, const std::string& context);
+/// One integer in [lo, hi]; the error names the attribute, the value and the range
+/// ("attribute 'world_size' is 4294967304, expected 1 to 2147483647").
+std::int64_t read_attr_int(hid_t loc, const std::string& name, const std::string& context,
+                           std::int64_t lo = INT64_MIN, std::int64_t hi = INT64_MAX);
 
 /// Whether `path` names an existing link below `loc` (intermediate groups checked one by one).
 bool exists(hid_t loc, const std::string& path);
-/// Dimensions of a dataset's dataspace.
+/// Dimensions of a dataset's dataspace (TraceError when one exceeds int64).
 std::vector<std::int64_t> dataset_dims(hid_t dset, const std::string& context);
 /// "[2, 3]".
 std::string format_dims(const std::vector<std::int64_t>& dims);

@@ -1,9 +1,17 @@
 #include "traces/presets.hpp"
 
 #include "core/error.hpp"
+#include "core/int_math.hpp"
 #include "traces/detail/preset_builder.hpp"
 
 namespace lgreco::traces {
+namespace {
+std::string shape_text(const std::vector<std::int64_t>& shape) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+}  // namespace
 
 const char* to_string(LayerKind kind) {
   switch (kind) {
@@ -24,9 +32,9 @@ LayerKind parse_layer_kind(const std::string& text) {
 }
 
 std::int64_t numel_of(const std::vector<std::int64_t>& shape) {
-  std::int64_t n = 1;
-  for (auto d : shape) n *= d;
-  return n;
+  const auto n = shape_numel(shape);
+  if (!n) throw ConfigError("shape " + shape_text(shape) + ": negative dimension or more elements than an int64 holds");
+  return *n;
 }
 
 std::uint64_t ModelPreset::parameters() const {

@@ -27,7 +27,8 @@ struct TensorSpec {
   std::int64_t uses_per_sample;
 };
 
-/// Number of elements of a shape (product of the dimensions; 1 for an empty shape).
+/// Number of elements of a shape (product of the dimensions; 1 for an empty shape). ConfigError
+/// for a negative dimension or a product beyond int64 (core/int_math.hpp's shape_numel).
 std::int64_t numel_of(const std::vector<std::int64_t>& shape);
 
 /// A model: its tensors in model.parameters() order and a typical per-GPU batch size.

@@ -4,11 +4,16 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstdio>
+#include <climits>
+#include <cmath>
 #include <cstring>
 #include <set>
 #include <system_error>
 
 #include "core/error.hpp"
+#include "core/int_math.hpp"
+#include "core/text.hpp"
 #include "traces/hdf5.hpp"
 #include "traces/half.hpp"
 
@@ -36,14 +41,19 @@ struct TraceReader::Impl {
   mutable std::vector<std::uint16_t> scratch;
   std::vector<RawInfo> raw_info;  // per layer: how fetch_raw may read it
 
+  bool root_dtype_given = false;
+  std::int64_t numel_derived = 0, dtype_derived = 0;  // layers whose numel / dtype attribute was absent
+
   std::string layer_ctx(std::size_t i, const char* dataset = "grad") const {
-    return ctx + ": layer '" + layers[i].name + "' (" + layer_group_path(i) + "/" + dataset + ")";
+    return ctx + ": layer " + quote_name(layers[i].name) + " (" + layer_group_path(i) + "/" + dataset + ")";
   }
   void open();
   void read_root();
   void read_steps();
   void read_layers();
-  void check_grad(std::size_t i);
+  void derive_root_dtype();
+  void check_grad(std::size_t i, bool dtype_given);
+  void check_compute_time(std::size_t i) const;
   std::optional<std::vector<double>> read_series(const std::string& path, const std::string& what) const;
 };
 
@@ -54,6 +64,14 @@ bool is_float16(hid_t t) {
   if (H5Tget_class(t) != H5T_FLOAT || H5Tget_size(t) != 2) return false;
   if (H5Tget_fields(t, &spos, &epos, &esize, &mpos, &msize) < 0) return false;
   return spos == 15 && epos == 10 && esize == 5 && mpos == 0 && msize == 10 && H5Tget_ebias(t) == 15;
+}
+
+// The storage dtype a dataset type stands for (docs/trace-format.md); nullopt for other types.
+std::optional<StorageDtype> storage_dtype_of(hid_t t) {
+  if (H5Tequal(t, H5T_IEEE_F32LE) > 0 || H5Tequal(t, H5T_IEEE_F32BE) > 0) return StorageDtype::kFloat32;
+  if (is_float16(t)) return StorageDtype::kFloat16;
+  if (H5Tget_class(t) == H5T_INTEGER && H5Tget_size(t) == 2 && H5Tget_sign(t) == H5T_SGN_NONE) return StorageDtype::kBFloat16;
+  return std::nullopt;
 }
 
 std::string describe_type(hid_t t) {
@@ -71,6 +89,7 @@ void TraceReader::Impl::open() {
   std::error_code ec;
   if (!fs::exists(path, ec)) throw TraceError(ctx + ": no such file");
   if (fs::is_directory(path, ec)) throw TraceError(ctx + ": is a directory, expected an HDF5 file");
+  if (!fs::is_regular_file(path, ec)) throw TraceError(ctx + ": is not a regular file (a device, pipe or socket)");
   const std::string p = path.string();
   if (H5Fis_hdf5(p.c_str()) <= 0) {
     throw TraceError(ctx + ": not an HDF5 file (no HDF5 signature: wrong file, or corrupt)");
@@ -98,19 +117,40 @@ void TraceReader::Impl::read_root() {
                      std::to_string(kTraceFormatVersion) + ")");
   }
   header.model = h5::read_attr_string(root, "model", ctx);
-  header.world_size = h5::read_attr_int(root, "world_size", ctx);
-  if (header.world_size < 1) {
-    throw TraceError(ctx + ": root attribute 'world_size' is " + std::to_string(header.world_size) + ", expected >= 1");
+  header.world_size = h5::read_attr_int(root, "world_size", ctx, 1, INT_MAX);
+  // dtype, producer and created may be absent (a third-party writer that keeps only the core
+  // layout): dtype is then derived from the layers, the others get defaults; trace info says so.
+  root_dtype_given = h5::has_attr(root, "dtype");
+  if (root_dtype_given) {
+    const std::string dtype = h5::read_attr_string(root, "dtype", ctx);
+    try {
+      header.dtype = parse_storage_dtype(dtype);
+    } catch (const ConfigError&) {
+      throw TraceError(ctx + ": root attribute 'dtype' is " + quote_name(dtype) + ", expected float32, float16 or bfloat16");
+    }
   }
-  const std::string dtype = h5::read_attr_string(root, "dtype", ctx);
-  try {
-    header.dtype = parse_storage_dtype(dtype);
-  } catch (const ConfigError&) {
-    throw TraceError(ctx + ": root attribute 'dtype' is '" + dtype + "', expected float32, float16 or bfloat16");
+  if (h5::has_attr(root, "producer")) {
+    header.producer = h5::read_attr_string(root, "producer", ctx);
+  } else {
+    header.producer = "unknown";
+    header.derived.push_back("producer (absent: 'unknown')");
   }
-  header.producer = h5::read_attr_string(root, "producer", ctx);
-  header.created = h5::read_attr_string(root, "created", ctx);
+  if (h5::has_attr(root, "created")) {
+    header.created = h5::read_attr_string(root, "created", ctx);
+  } else {
+    header.derived.push_back("created (absent: empty)");
+  }
   if (h5::has_attr(root, "producer_config")) header.producer_config = h5::read_attr_string(root, "producer_config", ctx);
+}
+
+void TraceReader::Impl::derive_root_dtype() {
+  if (root_dtype_given) return;
+  // The layers' common dtype; float32 when they differ (the widest).
+  header.dtype = layers.front().dtype;
+  for (const auto& l : layers) {
+    if (l.dtype != header.dtype) header.dtype = StorageDtype::kFloat32;
+  }
+  header.derived.push_back(std::string("dtype (absent: ") + to_string(header.dtype) + ", from the layers)");
 }
 
 void TraceReader::Impl::read_steps() {
@@ -144,57 +184,93 @@ void TraceReader::Impl::read_layers() {
   H5G_info_t info;
   h5::check(H5Gget_info(g.get(), &info), ctx + ": /layers", "cannot list members (corrupt?)");
   const std::size_t n = info.nlinks;
+  if (n == 0) throw TraceError(ctx + ": /layers has no layer groups (a trace holds at least one layer)");
+  // The member names first: a missing group is reported as such, not as the layer table that
+  // its absence makes inconsistent (a backward order out of range, ...).
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::string gpath = layer_group_path(i);
+    if (!h5::exists(file.get(), gpath)) {
+      throw TraceError(ctx + ": " + gpath + ": group is missing (/layers has " + std::to_string(n) +
+                       " members; they must be named 000000 to " + layer_group_path(n - 1).substr(8) + ")");
+    }
+  }
   std::set<std::string> names;
   std::set<std::int64_t> orders;
   for (std::size_t i = 0; i < n; ++i) {
     const std::string gpath = layer_group_path(i);
     const std::string lctx = ctx + ": " + gpath;
-    if (!h5::exists(file.get(), gpath)) {
-      throw TraceError(lctx + ": group is missing (/layers has " + std::to_string(n) +
-                       " members; they must be named 000000 to " + layer_group_path(n - 1).substr(8) + ")");
-    }
     h5::Handle lg = h5::checked(H5Gopen2(file.get(), gpath.c_str(), H5P_DEFAULT), lctx, "is not a group");
     TraceLayer l;
     l.name = h5::read_attr_string(lg.get(), "name", lctx);
-    const std::string nctx = ctx + ": layer '" + l.name + "' (" + gpath + ")";
+    const std::string nctx = ctx + ": layer " + quote_name(l.name) + " (" + gpath + ")";
     if (!names.insert(l.name).second) throw TraceError(nctx + ": duplicate layer name");
     l.shape = h5::read_attr_int_array(lg.get(), "shape", nctx);
-    l.numel = h5::read_attr_int(lg.get(), "numel", nctx);
     if (l.shape.empty()) throw TraceError(nctx + ": attribute 'shape' is empty (a scalar is recorded as [1])");
     for (auto dim : l.shape) {
       if (dim < 1) throw TraceError(nctx + ": attribute 'shape' " + h5::format_dims(l.shape) + " has a dimension < 1");
     }
-    if (l.numel != numel_of(l.shape)) {
-      throw TraceError(nctx + ": attribute 'numel' is " + std::to_string(l.numel) + " but shape " +
-                       h5::format_dims(l.shape) + " has " + std::to_string(numel_of(l.shape)) + " elements");
+    const auto elements = shape_numel(l.shape);
+    if (!elements) {
+      throw TraceError(nctx + ": attribute 'shape' " + h5::format_dims(l.shape) + " has more elements than an int64 holds");
+    }
+    if (h5::has_attr(lg.get(), "numel")) {
+      l.numel = h5::read_attr_int(lg.get(), "numel", nctx);
+      if (l.numel != *elements) {
+        throw TraceError(nctx + ": attribute 'numel' is " + std::to_string(l.numel) + " but shape " +
+                         h5::format_dims(l.shape) + " has " + std::to_string(*elements) + " elements");
+      }
+    } else {
+      l.numel = *elements;
+      ++numel_derived;
     }
     const std::string kind = h5::read_attr_string(lg.get(), "kind", nctx);
     try {
       l.kind = parse_layer_kind(kind);
     } catch (const ConfigError&) {
-      throw TraceError(nctx + ": attribute 'kind' is '" + kind + "', expected weight, bias, norm or embedding");
+      throw TraceError(nctx + ": attribute 'kind' is " + quote_name(kind) + ", expected weight, bias, norm or embedding");
     }
-    l.bucket = h5::read_attr_int(lg.get(), "bucket", nctx);
-    l.backward_order = h5::read_attr_int(lg.get(), "backward_order", nctx);
-    const std::string dtype = h5::read_attr_string(lg.get(), "dtype", nctx);
-    try {
-      l.dtype = parse_storage_dtype(dtype);
-    } catch (const ConfigError&) {
-      throw TraceError(nctx + ": attribute 'dtype' is '" + dtype + "', expected float32, float16 or bfloat16");
-    }
-    if (l.bucket < 0) throw TraceError(nctx + ": attribute 'bucket' is " + std::to_string(l.bucket) + ", expected >= 0");
-    if (l.backward_order < 0 || l.backward_order >= static_cast<std::int64_t>(n)) {
-      throw TraceError(nctx + ": attribute 'backward_order' is " + std::to_string(l.backward_order) +
-                       ", expected 0 to " + std::to_string(n - 1));
+    l.bucket = h5::read_attr_int(lg.get(), "bucket", nctx, 0, INT_MAX);
+    l.backward_order = h5::read_attr_int(lg.get(), "backward_order", nctx, 0, static_cast<std::int64_t>(n) - 1);
+    const bool dtype_given = h5::has_attr(lg.get(), "dtype");
+    if (dtype_given) {
+      const std::string dtype = h5::read_attr_string(lg.get(), "dtype", nctx);
+      try {
+        l.dtype = parse_storage_dtype(dtype);
+      } catch (const ConfigError&) {
+        throw TraceError(nctx + ": attribute 'dtype' is " + quote_name(dtype) + ", expected float32, float16 or bfloat16");
+      }
     }
     if (!orders.insert(l.backward_order).second) {
       throw TraceError(nctx + ": attribute 'backward_order' " + std::to_string(l.backward_order) +
                        " is used by another layer (expected a permutation of 0 to " + std::to_string(n - 1) + ")");
     }
     layers.push_back(std::move(l));
-    check_grad(i);
+    check_grad(i, dtype_given);
     has_compute_time.push_back(h5::exists(file.get(), gpath + "/compute_time_s"));
-    if (has_compute_time.back()) read_series(gpath + "/compute_time_s", layer_ctx(i, "compute_time_s"));
+    if (has_compute_time.back()) check_compute_time(i);
+  }
+  derive_root_dtype();
+  if (numel_derived > 0) {
+    header.derived.push_back("numel (absent in " + std::to_string(numel_derived) + " of " + std::to_string(n) +
+                             " layers: the product of shape)");
+  }
+  if (dtype_derived > 0) {
+    header.derived.push_back("layer dtype (absent in " + std::to_string(dtype_derived) + " of " + std::to_string(n) +
+                             " layers: from the grad dataset's type)");
+  }
+}
+
+void TraceReader::Impl::check_compute_time(std::size_t i) const {
+  const std::string where = layer_ctx(i, "compute_time_s");
+  const auto v = read_series(layer_group_path(i) + "/compute_time_s", where);
+  for (std::size_t t = 0; v && t < v->size(); ++t) {
+    const double x = (*v)[t];
+    if (!std::isfinite(x) || x < 0) {
+      char value[32];
+      std::snprintf(value, sizeof value, "%g", x);
+      throw TraceError(where + ": value at step index " + std::to_string(t) + " is " + value +
+                       ", expected a finite number of seconds >= 0");
+    }
   }
 }
 
@@ -241,8 +317,8 @@ RawInfo raw_info_of(hid_t d, StorageDtype dtype) {
 
 }  // namespace
 
-void TraceReader::Impl::check_grad(std::size_t i) {
-  const TraceLayer& l = layers[i];
+void TraceReader::Impl::check_grad(std::size_t i, bool dtype_given) {
+  TraceLayer& l = layers[i];
   const std::string where = layer_ctx(i);
   const std::string dpath = layer_group_path(i) + "/grad";
   if (!h5::exists(file.get(), dpath)) throw TraceError(where + ": dataset is missing");
@@ -254,6 +330,15 @@ void TraceReader::Impl::check_grad(std::size_t i) {
                      ", " + std::to_string(l.numel) + "] (steps, numel)");
   }
   h5::Handle t = h5::checked(H5Dget_type(d.get()), where, "cannot read the type");
+  if (!dtype_given) {
+    const auto derived = storage_dtype_of(t.get());
+    if (!derived) {
+      throw TraceError(where + ": dataset type is " + describe_type(t.get()) +
+                       ", expected float32, float16 or uint16 (bfloat16); the layer has no 'dtype' attribute");
+    }
+    l.dtype = *derived;
+    ++dtype_derived;
+  }
   bool ok = false;
   switch (l.dtype) {
     case StorageDtype::kFloat32:
@@ -263,8 +348,8 @@ void TraceReader::Impl::check_grad(std::size_t i) {
     case StorageDtype::kBFloat16:
       ok = H5Tget_class(t.get()) == H5T_INTEGER && H5Tget_size(t.get()) == 2 && H5Tget_sign(t.get()) == H5T_SGN_NONE;
       if (ok && h5::has_attr(d.get(), "dtype") && h5::read_attr_string(d.get(), "dtype", where) != "bfloat16") {
-        throw TraceError(where + ": dataset attribute 'dtype' is '" + h5::read_attr_string(d.get(), "dtype", where) +
-                         "', expected 'bfloat16' for a uint16 dataset");
+        throw TraceError(where + ": dataset attribute 'dtype' is " + quote_name(h5::read_attr_string(d.get(), "dtype", where)) +
+                         ", expected 'bfloat16' for a uint16 dataset");
       }
       break;
   }
@@ -298,7 +383,7 @@ std::optional<std::vector<double>> TraceReader::Impl::read_series(const std::str
 TraceReader::TraceReader(const fs::path& path) : impl_(std::make_unique<Impl>()) {
   h5::init();
   impl_->path = path;
-  impl_->ctx = "trace " + path.string();
+  impl_->ctx = "trace " + printable(path.string());
   impl_->open();
   impl_->read_root();
   impl_->read_steps();
@@ -321,7 +406,7 @@ std::size_t TraceReader::find_layer(const std::string& name) const {
   for (std::size_t i = 0; i < impl_->layers.size(); ++i) {
     if (impl_->layers[i].name == name) return i;
   }
-  throw TraceError(impl_->ctx + ": no layer named '" + name + "'");
+  throw TraceError(impl_->ctx + ": no layer named " + quote_name(name));
 }
 
 void TraceReader::read(std::size_t layer, std::size_t t, std::span<float> out) const {

@@ -10,6 +10,7 @@
 #include "core/build_info.hpp"
 #include "core/cancel.hpp"
 #include "core/error.hpp"
+#include "core/int_math.hpp"
 #include "core/json_util.hpp"
 #include "core/rng.hpp"
 #include "traces/buckets.hpp"
@@ -303,6 +304,14 @@ void check_synth_options(const SynthOptions& o) {
   const std::int64_t len = o.burst_length > 0 ? o.burst_length : (o.steps + o.bursts - 1) / o.bursts;
   if (o.burst_spacing < len) {
     bad("burst_spacing", std::to_string(o.burst_spacing) + ": shorter than a burst (" + std::to_string(len) + " steps)");
+  }
+  // The last burst starts at first_step + (bursts - 1) · spacing: it must stay a sane step id.
+  const std::int64_t nbursts = o.burst_length > 0 ? (o.steps + o.burst_length - 1) / o.burst_length : o.bursts;
+  const auto last = checked_mul(nbursts - 1, o.burst_spacing);
+  const auto end = last ? checked_add(*last, o.first_step + len) : std::nullopt;
+  if (!end || *end > kMaxSynthStepId) {
+    bad("burst_spacing", std::to_string(o.burst_spacing) + " with " + std::to_string(nbursts) + " bursts puts step ids beyond " +
+                             std::to_string(kMaxSynthStepId));
   }
 }
 

@@ -59,6 +59,9 @@
 
 namespace lgreco::traces {
 
+/// Largest step id the generator writes (2^40: ids stay exact in a double and far from overflow).
+inline constexpr std::int64_t kMaxSynthStepId = std::int64_t{1} << 40;
+
 /// Where the per-layer parameters of a synthetic trace come from (see above).
 enum class SynthProfile { kMeasured, kFlat };
 /// "measured", "flat".

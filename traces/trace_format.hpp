@@ -3,7 +3,8 @@
 /// specification, precise enough for third-party writers, is docs/trace-format.md.
 ///
 /// Layout: root attributes format="lgreco-trace", version=1, model, world_size, dtype, producer,
-/// created; /steps int64 [T] (strictly increasing recorded step ids; consecutive ids form bursts);
+/// created (dtype, producer, created and the layers' numel and dtype may be absent: the reader
+/// derives or defaults them and lists them in TraceHeader::derived); /steps int64 [T] (strictly increasing recorded step ids; consecutive ids form bursts);
 /// /layers/<i> (i zero-padded to 6 digits) with attributes name, shape, numel, kind, bucket,
 /// backward_order, dtype and dataset grad [T, numel] (float32, float16, or bfloat16 stored as
 /// uint16); optional /layers/<i>/compute_time_s [T] float64, /loss [T], /lr [T] float64.
@@ -48,6 +49,9 @@ struct TraceHeader {
   /// Optional root attribute "producer_config": how the producer was configured (free text, JSON
   /// by convention; `trace synth` records its options). Empty = absent.
   std::string producer_config;
+  /// Fields the file does not hold that the reader derived or defaulted, one phrase each
+  /// ("producer (absent: 'unknown')"); empty for a file with every attribute. Not written.
+  std::vector<std::string> derived;
 };
 
 /// One entry of the layer table.

@@ -3,6 +3,7 @@
 #include <set>
 
 #include "core/error.hpp"
+#include "core/int_math.hpp"
 #include "core/provenance.hpp"
 #include "traces/hdf5.hpp"
 #include "traces/half.hpp"
@@ -55,9 +56,11 @@ void check_layers(const std::vector<TraceLayer>& layers, const std::string& ctx)
                         " is out of range or repeated (the layers' backward orders must be a permutation of 0 to " +
                         std::to_string(n - 1) + ")");
     }
-    if (l.numel != numel_of(l.shape)) {
+    const auto elements = shape_numel(l.shape);
+    if (!elements) throw ConfigError(where + ": shape " + h5::format_dims(l.shape) + " has more elements than an int64 holds");
+    if (l.numel != *elements) {
       throw ConfigError(where + ": numel " + std::to_string(l.numel) + " differs from the product of shape " +
-                        h5::format_dims(l.shape) + " = " + std::to_string(numel_of(l.shape)));
+                        h5::format_dims(l.shape) + " = " + std::to_string(*elements));
     }
   }
 }

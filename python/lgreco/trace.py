@@ -299,8 +299,17 @@ class TraceRecorder:
             self.abort()
 
 
+def _dtype_of(dt: np.dtype) -> str:
+    """Storage dtype of a grad dataset's numpy type (uint16 holds bfloat16)."""
+    names = {np.dtype(np.float32): "float32", np.dtype(np.float16): "float16", np.dtype(np.uint16): "bfloat16"}
+    if np.dtype(dt).newbyteorder("=") not in names:
+        raise ValueError(f"grad dataset of type {dt}: expected float32, float16 or uint16 (bfloat16)")
+    return names[np.dtype(dt).newbyteorder("=")]
+
+
 def read_trace(path: str | os.PathLike) -> Dict[str, Any]:
-    """Small reader: attrs, steps, and per layer name/shape/kind/bucket/backward_order/grad (float32)."""
+    """Small reader: attrs, steps, and per layer name/shape/kind/bucket/backward_order/numel/dtype/grad
+    (float32); numel and dtype are derived when the file does not hold them."""
     with h5py.File(path, "r") as f:
         out = {"attrs": dict(f.attrs), "steps": f["steps"][:], "layers": []}
         for key in ("loss", "lr"):
@@ -309,9 +318,13 @@ def read_trace(path: str | os.PathLike) -> Dict[str, Any]:
         for gname in sorted(f["layers"]):
             g = f["layers"][gname]
             a = dict(g.attrs)
-            layer = {k: a[k] for k in ("name", "kind", "bucket", "backward_order", "dtype", "numel")}
+            layer = {k: a[k] for k in ("name", "kind", "bucket", "backward_order")}
             layer["shape"] = tuple(int(x) for x in a["shape"])
-            layer["grad"] = from_storage(g["grad"][:], a["dtype"])
+            # numel and dtype may be absent (docs/trace-format.md, "Required and derivable"):
+            # the product of shape and the storage the dataset's type stands for.
+            layer["numel"] = int(a["numel"]) if "numel" in a else math.prod(layer["shape"])
+            layer["dtype"] = a["dtype"] if "dtype" in a else _dtype_of(g["grad"].dtype)
+            layer["grad"] = from_storage(g["grad"][:], layer["dtype"])
             if "compute_time_s" in g:
                 layer["compute_time_s"] = g["compute_time_s"][:]
             out["layers"].append(layer)

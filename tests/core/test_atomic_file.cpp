@@ -4,7 +4,11 @@
 #include <fstream>
 #include <sstream>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "core/atomic_file.hpp"
+#include "core/cancel.hpp"
 #include "core/error.hpp"
 
 namespace fs = std::filesystem;
@@ -79,4 +83,52 @@ TEST_CASE("an existing file is kept unless overwriting is allowed") {
 
 TEST_CASE("a missing destination folder is a ConfigError naming it") {
   CHECK_THROWS_AS(lgreco::AtomicPath("/nonexistent-lgreco-dir/x.json", lgreco::Overwrite::kRefuse), lgreco::ConfigError);
+}
+
+TEST_CASE("a cancellation requested before commit discards the output") {
+  const auto d = fresh_dir("atomic4");
+  const auto dest = d / "out.txt";
+  lgreco::write_file_atomic(dest, "old", lgreco::Overwrite::kRefuse);
+  lgreco::AtomicFile f(dest, lgreco::Overwrite::kAllow);
+  f.stream() << "new";
+  lgreco::request_cancel(2);
+  CHECK_THROWS_AS(f.commit(), lgreco::Cancelled);
+  lgreco::reset_cancel();
+  CHECK(slurp(dest) == "old");
+  CHECK(count_files(d) == 1);  // no temporary left
+  fs::remove_all(d);
+}
+
+TEST_CASE("discard_pending_outputs removes the temporaries of pending outputs only") {
+  const auto d = fresh_dir("atomic5");
+  lgreco::AtomicFile committed(d / "done.txt", lgreco::Overwrite::kRefuse);
+  committed.stream() << "done";
+  committed.commit();
+  lgreco::AtomicFile pending(d / "pending.txt", lgreco::Overwrite::kRefuse);
+  pending.stream() << "half" << std::flush;
+  CHECK(count_files(d) == 2);  // done.txt and pending.txt's temporary
+  lgreco::discard_pending_outputs();
+  CHECK(count_files(d) == 1);
+  CHECK(slurp(d / "done.txt") == "done");
+  fs::remove_all(d);
+}
+
+TEST_CASE("outputs get the mode of a plainly created file (0666 minus the umask)") {
+  const auto d = fresh_dir("atomic6");
+  const mode_t old = ::umask(022);
+  lgreco::write_file_atomic(d / "a.txt", "x", lgreco::Overwrite::kRefuse);
+  ::umask(077);
+  lgreco::write_file_atomic(d / "b.txt", "x", lgreco::Overwrite::kRefuse);
+  ::umask(old);
+  CHECK((fs::status(d / "a.txt").permissions() & fs::perms::all) ==
+        (fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read | fs::perms::others_read));
+  CHECK((fs::status(d / "b.txt").permissions() & fs::perms::all) == (fs::perms::owner_read | fs::perms::owner_write));
+  fs::remove_all(d);
+}
+
+TEST_CASE("an output that is a device or a folder is refused") {
+  CHECK_THROWS_WITH(lgreco::check_writable_destination("/dev/null", lgreco::Overwrite::kAllow),
+                    Catch::Contains("/dev/null") && Catch::Contains("not a regular file"));
+  CHECK_THROWS_WITH(lgreco::check_writable_destination("/tmp", lgreco::Overwrite::kAllow), Catch::Contains("directory"));
+  CHECK_THROWS_WITH(lgreco::check_writable_destination("", lgreco::Overwrite::kAllow), Catch::Contains("empty"));
 }

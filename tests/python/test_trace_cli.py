@@ -120,7 +120,7 @@ def test_interrupted_synth_leaves_nothing(tmp_path):
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
-    assert "interrupted; no output written" in err
+    assert err == "lgreco: error: interrupted by SIGINT; no output written\n"
     assert os.listdir(tmp_path) == []
 
 

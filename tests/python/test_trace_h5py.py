@@ -125,3 +125,37 @@ def test_nan_and_inf_are_counted(lgreco, tmp_path):
     doc = json.loads(lgreco("trace", "validate", path, "--format", "json").stdout)
     assert doc["valid"] is False
     assert [(l["nan_count"], l["inf_count"]) for l in doc["layers"]] == [(0, 0), (3, 1), (0, 0), (0, 0), (0, 0)]
+
+
+def test_core_layout_only_is_read_with_derived_fields(lgreco, tmp_path):
+    """A third-party trace with only the core layout (no dtype, numel, producer, created) is read:
+    dtype from the datasets' type, numel from shape, defaults for the rest, and `trace info` says so
+    on one line."""
+    from bad_inputs import LAYERS, STEPS, write_trace as write_core
+    from lgreco import read_trace
+
+    path = tmp_path / "core.h5"
+    write_core(path, core_only=True, dtype="float16")
+    assert lgreco("trace", "validate", path).returncode == 0
+    info = json.loads(lgreco("trace", "info", path, "--format", "json", check=True).stdout)
+    assert info["dtype"] == "float16" and info["producer"] == "unknown" and info["created"] == ""
+    assert [l["numel"] for l in info["layers"]] == [int(np.prod(s)) for _, s, *_ in LAYERS]
+    assert all(l["dtype"] == "float16" for l in info["layers"])
+    assert len(info["derived"]) == 5  # producer, created, root dtype, layers' numel, layers' dtype
+    text = lgreco("trace", "info", path, check=True).stdout
+    derived = [line for line in text.splitlines() if line.strip().startswith("derived")]
+    assert len(derived) == 1 and "numel" in derived[0] and "dtype" in derived[0] and "producer" in derived[0]
+    # The Python reader derives the same.
+    t = read_trace(path)
+    assert [l["numel"] for l in t["layers"]] == [l["numel"] for l in info["layers"]]
+    assert t["layers"][0]["grad"].shape == (len(STEPS), 40)
+
+
+def test_full_trace_derives_nothing(lgreco, tmp_path):
+    from bad_inputs import write_trace as write_full
+
+    path = tmp_path / "full.h5"
+    write_full(path)
+    info = json.loads(lgreco("trace", "info", path, "--format", "json", check=True).stdout)
+    assert info["derived"] == []
+    assert "derived" not in lgreco("trace", "info", path, check=True).stdout
