@@ -292,7 +292,7 @@ def markdown_tables(results, labels) -> str:
                 s = res["summary"]
                 d = s["by_class"].get(row) if not row.startswith("matrices") else s["by_depth"].get(row.split()[1])
                 cells.append(fmt(d[k]) if d else "")
-            if any(cells):
+            if any(c not in ("", "–") for c in cells):
                 rows.append(f"| {row} | " + " | ".join(cells) + " |")
         if rows:
             out.append(f"**{k}**\n\n{head}\n" + "\n".join(rows) + "\n")

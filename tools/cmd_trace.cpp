@@ -55,7 +55,7 @@ int run_synth(const std::vector<std::string>& args) {
       .option("--decay", &decay, "X", "spectral decay exponent of every layer: sigma_r = (r+1)^-X (flat default 1.0)")
       .option("--rho", &rho, "X", "AR(1) step-to-step correlation of every layer's factors, [0,1) (flat default 0.9)")
       .option("--tail", &tail, "NU", "Student-t degrees of freedom of every layer's noise (> 2), 0 = Gaussian (flat default 4)")
-      .option("--rank-terms", &rank, "R", "rank-1 terms per layer (default 8 measured, 16 flat)")
+      .option("--rank-terms", &rank, "R", "rank-1 terms per layer (default 24 measured, 16 flat)")
       .option("--noise", &noise, "X", "every layer's noise norm relative to the low-rank part (flat default 0.3)")
       .option("--scale", &scale, "X", "element RMS of a reference layer (default 1e-3)")
       .option("--deflate", &deflate, "0-9", "HDF5 deflate level (default 1)")

@@ -24,9 +24,11 @@
 ///   The per-layer parameters depend on the layer's class (classify_layers), its depth
 ///   f = i/(N−1) and its size, fitted to recorded traces (docs/synthetic-traces.md):
 ///     log10 rms_l = log10(scale · k_class) − 0.52 · (f − 0.5) − 0.175 · log10(numel / 65536) + 0.05 · z_l,
-///     α_l = α_class · (0.9 + 0.2 · u_l),
+///     α_l = α_class · (1 + 0.4 · (f − 0.5)) · (0.9 + 0.2 · u_l),
 ///     η_l² = φ_l / (1 − φ_l) · Σ_r σ_r²  with noise share φ_l = φ_class · (1 − 0.8 · (f − 0.5)),
-///   and ν, τ, ρ_u, ρ_v, β_u, β_v per class (the table in synth.cpp); R = 8 rank-1 terms.
+///   and ν, τ, ρ_u, ρ_v, β_u, β_v per class (the table in synth.cpp); R = 24 rank-1 terms, so that
+///   the spectrum keeps decaying past rank 8 inside the layer's persistent subspaces (what error
+///   feedback accumulates) instead of ending in white noise.
 /// - `flat`: the generator of lgreco ≤ 0.1 ("lgreco-synth-v1"), kept bit for bit: the factors
 ///   themselves follow AR(1) with ρ (u ~ N(0, 1/n), v ~ N(0, 1/m)), no row/column scales, no step
 ///   gain, R = 16, and
@@ -94,7 +96,7 @@ struct SynthOptions {
   std::optional<double> rho;    ///< AR(1) coefficient of the factors per step, [0, 1); flat default 0.9
   std::optional<double> tail;   ///< Student-t degrees of freedom of the noise (> 2), 0 = Gaussian; flat default 4
   std::optional<double> noise;  ///< η: noise Frobenius norm relative to a unit low-rank part; flat default 0.3
-  std::optional<int> rank_terms;  ///< R: rank-1 terms per layer (1..256); default 8 (measured), 16 (flat)
+  std::optional<int> rank_terms;  ///< R: rank-1 terms per layer (1..256); default 24 (measured), 16 (flat)
   /// Element RMS: flat, of a weight at depth 0.5; measured, of a conv or linear matrix of 65,536
   /// elements at depth 0.5.
   double scale = 1e-3;

@@ -7,8 +7,8 @@ window from the same state. The plan must deliver at most the uniform's error ×
 send no more bytes.
 
 TOLERANCE = 5 %: the plan is made a window earlier than it runs, and gradient statistics drift
-between windows (measured: +2.3 % on the char-LM below, +4.8 % on a synthetic ResNet-18 with
-6-step windows; the old default, planning on the window's mean matrix, delivered up to 4–12 % more
+between windows (measured: +2.3 % on the char-LM below; on the synthetic ResNet-18 with 6-step
+windows +4.8 % with the flat profile, +1.9 % with the measured one, the default; the old default, planning on the window's mean matrix, delivered up to 4–12 % more
 than uniform, docs/replay.md). The bound is on delivered error against the same window's uniform,
 not on the prediction, which cannot see the next window.
 """

@@ -93,7 +93,7 @@ TEST_CASE("the Frobenius norm follows the stated rms", "[synth]") {
     } else {
       CHECK(g.params().cls == LayerClass::kLinear);
       CHECK(g.rms() == Approx(o.scale * size_factor).epsilon(0.45));  // 10^(0.05 z), |z| < 3.2
-      CHECK(g.rank() == 8);
+      CHECK(g.rank() == 24);
     }
     std::vector<float> out(512 * 384);
     double mean_sq = 0;
