@@ -129,7 +129,8 @@ inline void prefetch_next(const float* x, std::uint64_t start, std::uint64_t d, 
   for (std::uint64_t i = next; i < end; i += 16) __builtin_prefetch(x + i, 0, 3);
 }
 
-void zero(std::span<std::uint8_t> codes) { std::memset(codes.data(), 0, codes.size()); }
+// std::fill, not memset: an empty span's data() may be null, which memset must not be given.
+void zero(std::span<std::uint8_t> codes) { std::fill(codes.begin(), codes.end(), std::uint8_t{0}); }
 
 // u for a bucket: uniforms, or the constant 0.5 (nearest rounding).
 void bucket_uniforms(bool stochastic, std::uint64_t seed, std::uint64_t stream, std::uint64_t first, std::uint64_t count,
