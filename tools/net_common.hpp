@@ -17,7 +17,7 @@ namespace lgreco::cli {
 inline net::CollectiveModel resolve_model(const std::string& topology, int ranks, const std::string& fit_path,
                                           std::vector<std::filesystem::path>* inputs, net::Topology* topo_out = nullptr) {
   net::Topology t = net::resolve_topology(topology);
-  if (std::filesystem::is_regular_file(topology)) inputs->push_back(topology);
+  if (std::error_code ec; std::filesystem::is_regular_file(topology, ec)) inputs->push_back(topology);
   if (ranks == 0) ranks = t.gpus();
   net::ModelParams p = net::default_params(t, ranks);
   if (!fit_path.empty()) {

@@ -87,7 +87,11 @@ std::string describe_type(hid_t t) {
 
 void TraceReader::Impl::open() {
   std::error_code ec;
-  if (!fs::exists(path, ec)) throw TraceError(ctx + ": no such file");
+  if (!fs::exists(path, ec)) {
+    // "no such file" only when that is the reason (not a name too long, a permission, ...).
+    const bool missing = !ec || ec == std::errc::no_such_file_or_directory;
+    throw TraceError(ctx + (missing ? ": no such file" : ": cannot open (" + ec.message() + ")"));
+  }
   if (fs::is_directory(path, ec)) throw TraceError(ctx + ": is a directory, expected an HDF5 file");
   if (!fs::is_regular_file(path, ec)) throw TraceError(ctx + ": is not a regular file (a device, pipe or socket)");
   const std::string p = path.string();
