@@ -10,6 +10,7 @@
 ///               k/K, M, G, T (decimal, as link rates are quoted); a unit is required ("10" is an error).
 /// Errors throw ConfigError naming the text and the accepted forms.
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <string_view>
 
@@ -28,6 +29,10 @@ std::string format_bytes(double bytes);
 std::string format_seconds(double seconds);
 /// "25 Gb/s" style, from bytes/second.
 std::string format_bandwidth(double bytes_per_s);
+
+/// Shared constants (one definition: several modules need them, and a unity build sees them together).
+inline constexpr double kInf = std::numeric_limits<double>::infinity();
+inline constexpr double kGB = 1e9;  ///< decimal gigabyte (link and memory rates are quoted in GB/s)
 
 /// Conversions used in JSON keys that carry their unit.
 constexpr double kBitsPerByte = 8.0;

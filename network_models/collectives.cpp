@@ -1,5 +1,6 @@
 // NCCL-shaped collective cost; the formulas are stated in collectives.hpp.
 #include "network_models/collectives.hpp"
+#include "core/units.hpp"
 
 #include "core/int_math.hpp"
 
@@ -12,8 +13,9 @@
 namespace lgreco::net {
 namespace {
 
-constexpr double kGB = 1e9, kUs = 1e-6;
-constexpr double kInf = std::numeric_limits<double>::infinity();
+using units::kGB;
+using units::kInf;
+constexpr double kUs = 1e-6;
 constexpr int kNvlink = 0, kPcie = 1, kNet = 2;
 
 /// NCCL's architecture row: 0 Volta/Turing, 1 Ampere, 2 Hopper, 3 Blackwell.

@@ -1,5 +1,6 @@
 // Built-in topologies. Every constant is listed with its source in docs/network-model.md.
 #include "network_models/presets.hpp"
+#include "core/units.hpp"
 
 #include <filesystem>
 #include <cstdio>
@@ -10,7 +11,7 @@
 namespace lgreco::net {
 namespace {
 
-constexpr double kGB = 1e9;
+using units::kGB;
 
 /// PCIe x16 bandwidth NCCL assumes per generation (reference-network.md): Gen3 12, Gen4 24, Gen5 48 GB/s.
 double pcie_Bps(const GpuSpec& g) {

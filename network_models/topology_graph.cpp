@@ -12,6 +12,7 @@
 #include <boost/graph/filtered_graph.hpp>
 
 #include "core/cancel.hpp"
+#include "core/units.hpp"
 #include "core/text.hpp"
 #include "network_models/topology.hpp"
 
@@ -21,7 +22,7 @@ namespace {
 using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::undirectedS, boost::no_property,
                                     boost::property<boost::edge_index_t, int, boost::property<boost::edge_weight_t, double>>>;
 using Edge = boost::graph_traits<Graph>::edge_descriptor;
-constexpr double kInf = std::numeric_limits<double>::infinity();
+using units::kInf;
 
 Graph build_graph(const Topology& t) {
   Graph g(t.nodes.size());

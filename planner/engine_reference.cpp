@@ -12,13 +12,14 @@
 #include <string>
 
 #include "core/cancel.hpp"
+#include "core/units.hpp"
 #include "core/error.hpp"
 #include "planner/knapsack.hpp"
 
 namespace lgreco::planner {
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
+using units::kInf;
 constexpr int kLanes = 8;            // doubles per vector
 constexpr int kVecs = 8;             // vectors per tile
 constexpr int kTile = kLanes * kVecs;  // columns per tile

@@ -1,4 +1,5 @@
 #include "planner/engine_time.hpp"
+#include "core/units.hpp"
 
 #include <algorithm>
 #include <array>
@@ -11,7 +12,7 @@
 namespace lgreco::planner {
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
+using units::kInf;
 /// A bucket's load: allreduce round 0, round 1 and allgather bytes, and kernel seconds.
 using Bytes3 = std::array<double, 4>;
 

@@ -206,7 +206,7 @@ int validate_corpus_dir(const std::string& dir, bool holdout, Format fmt) {
   return 0;
 }
 
-int run_validate(const std::vector<std::string>& args) {
+int run_net_validate(const std::vector<std::string>& args) {
   std::string file, topology, ranks_s, coll_s, fit, bench_s, gpp_s;
   bool holdout = false;
   Format fmt;
@@ -371,7 +371,7 @@ int run_topology(const std::vector<std::string>& args) {
 
 LGRECO_COMMAND("net calibrate", "fit the network model to nccl-tests results", run_calibrate);
 LGRECO_COMMAND("net predict", "predict collective times for a topology", run_predict);
-LGRECO_COMMAND("net validate", "compare predicted with measured collective times (corpus or nccl-tests)", run_validate);
+LGRECO_COMMAND("net validate", "compare predicted with measured collective times (corpus or nccl-tests)", run_net_validate);
 LGRECO_COMMAND("net topology", "describe a topology graph and its bottlenecks", run_topology);
 
 }  // namespace

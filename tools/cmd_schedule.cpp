@@ -18,7 +18,7 @@ using namespace lgreco::planner;
 
 Json method_json(const std::optional<kernels::MethodSpec>& m) { return m ? kernels::method_to_json(*m) : Json(nullptr); }
 
-int run_validate(const std::vector<std::string>& args) {
+int run_schedule_validate(const std::vector<std::string>& args) {
   std::string path;
   Format fmt;
   ArgParser p("lgreco schedule validate",
@@ -169,7 +169,7 @@ int run_diff(const std::vector<std::string>& args) {
   return 0;
 }
 
-LGRECO_COMMAND("schedule validate", "check a schedule's structure and semantics", run_validate);
+LGRECO_COMMAND("schedule validate", "check a schedule's structure and semantics", run_schedule_validate);
 LGRECO_COMMAND("schedule show", "show a schedule as a readable table", run_show);
 LGRECO_COMMAND("schedule diff", "per-parameter changes between schedules or phases", run_diff);
 

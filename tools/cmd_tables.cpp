@@ -24,7 +24,7 @@ Tables read_input_tables(const std::string& path) {
   return tables_from_text(read_text_file(path), path);
 }
 
-int run_info(const std::vector<std::string>& args) {
+int run_tables_info(const std::vector<std::string>& args) {
   std::string path;
   Format fmt;
   ArgParser p("lgreco tables info",
@@ -84,7 +84,7 @@ int run_convert(const std::vector<std::string>& args) {
   return 0;
 }
 
-LGRECO_COMMAND("tables info", "describe candidate tables (JSON or HDF5)", run_info);
+LGRECO_COMMAND("tables info", "describe candidate tables (JSON or HDF5)", run_tables_info);
 LGRECO_COMMAND("tables convert", "convert candidate tables between JSON and HDF5", run_convert);
 
 }  // namespace

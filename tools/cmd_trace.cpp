@@ -129,7 +129,7 @@ std::string bursts_text(const TraceReader& r) {
   return s.empty() ? "none" : s;
 }
 
-int run_info(const std::vector<std::string>& args) {
+int run_trace_info(const std::vector<std::string>& args) {
   std::string file;
   Format fmt = Format::kTable;
   ArgParser p("lgreco trace info",
@@ -201,7 +201,7 @@ int run_info(const std::vector<std::string>& args) {
   return 0;
 }
 
-int run_validate(const std::vector<std::string>& args) {
+int run_trace_validate(const std::vector<std::string>& args) {
   std::string file;
   Format fmt = Format::kTable;
   ArgParser p("lgreco trace validate",
@@ -244,8 +244,8 @@ int run_validate(const std::vector<std::string>& args) {
 }
 
 LGRECO_COMMAND("trace synth", "write a synthetic gradient trace of a model preset", run_synth);
-LGRECO_COMMAND("trace info", "describe a trace: metadata, layers, norms, NaN/Inf counts", run_info);
-LGRECO_COMMAND("trace validate", "check a trace completely (exit 1 with the first problem)", run_validate);
+LGRECO_COMMAND("trace info", "describe a trace: metadata, layers, norms, NaN/Inf counts", run_trace_info);
+LGRECO_COMMAND("trace validate", "check a trace completely (exit 1 with the first problem)", run_trace_validate);
 
 }  // namespace
 }  // namespace lgreco::cli

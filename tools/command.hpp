@@ -27,6 +27,7 @@ struct Registrar {
 
 #define LGRECO_CLI_CONCAT2(a, b) a##b
 #define LGRECO_CLI_CONCAT(a, b) LGRECO_CLI_CONCAT2(a, b)
-/// LGRECO_COMMAND("trace synth", "write a synthetic trace", run_trace_synth);
+/// LGRECO_COMMAND("trace synth", "write a synthetic trace", run_trace_synth);  (__COUNTER__: unique also when a
+/// unity build puts several cmd_*.cpp into one translation unit)
 #define LGRECO_COMMAND(name, summary, fn) \
-  static ::lgreco::cli::Registrar LGRECO_CLI_CONCAT(lgreco_cmd_, __LINE__)(name, summary, fn)
+  static ::lgreco::cli::Registrar LGRECO_CLI_CONCAT(lgreco_cmd_, __COUNTER__)(name, summary, fn)

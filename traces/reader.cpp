@@ -20,14 +20,16 @@
 namespace lgreco::traces {
 namespace fs = std::filesystem;
 
-namespace {
+namespace detail {
 // How fetch_raw may read a layer: raw chunks decoded by decode_raw (ok), or the ordinary path.
+// (Not in an anonymous namespace: TraceReader::Impl holds it, and a unity build includes this file.)
 struct RawInfo {
   bool ok = false;
   bool shuffle = false, deflate = false;
   std::int64_t chunk = 0;  // elements per chunk along numel
 };
-}  // namespace
+}  // namespace detail
+using detail::RawInfo;
 
 struct TraceReader::Impl {
   fs::path path;

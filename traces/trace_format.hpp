@@ -51,7 +51,7 @@ struct TraceHeader {
   std::string producer_config;
   /// Fields the file does not hold that the reader derived or defaulted, one phrase each
   /// ("producer (absent: 'unknown')"); empty for a file with every attribute. Not written.
-  std::vector<std::string> derived;
+  std::vector<std::string> derived{};
 };
 
 /// One entry of the layer table.

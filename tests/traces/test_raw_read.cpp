@@ -34,7 +34,7 @@ std::vector<float> values_for(std::int64_t numel, std::size_t layer, std::size_t
   return v;
 }
 
-bool bit_equal(std::span<const float> a, std::span<const float> b) {
+bool raw_bit_equal(std::span<const float> a, std::span<const float> b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
@@ -78,8 +78,8 @@ TEST_CASE("two-phase read is bit-identical to read()", "[raw_read]") {
       CHECK_FALSE(raw.done);
       if (layers[i].name == "big") CHECK(raw.offsets.size() == 4);  // three chunks
       TraceReader::decode_raw(raw, b);
-      REQUIRE(bit_equal(a, b));
-      REQUIRE(bit_equal(a, values_for(layers[i].numel, i, t, dtype)));
+      REQUIRE(raw_bit_equal(a, b));
+      REQUIRE(raw_bit_equal(a, values_for(layers[i].numel, i, t, dtype)));
     }
   }
 }
@@ -111,7 +111,7 @@ TEST_CASE("decode_raw runs on several threads while fetches are serialised", "[r
           r.fetch_raw(i, t, raw, out);
         }
         TraceReader::decode_raw(raw, out);
-        if (!bit_equal(out, values_for(layers[i].numel, i, t, dtype))) ++bad;
+        if (!raw_bit_equal(out, values_for(layers[i].numel, i, t, dtype))) ++bad;
       }
     }
   };
