@@ -1,18 +1,18 @@
 #include "kernels/cuda/powersgd.hpp"
 
-#include <cublas_v2.h>
 #include <cuda_runtime.h>
 
 #include <string>
 
 #include "kernels/cuda/check.cuh"
+#include "kernels/cuda/cublas_lazy.hpp"
 
 #define LGRECO_CUBLAS_CHECK(expr)                                                                        \
   do {                                                                                                   \
     const cublasStatus_t lgreco_st_ = (expr);                                                            \
     if (lgreco_st_ != CUBLAS_STATUS_SUCCESS)                                                             \
       throw ::lgreco::CudaError(std::string("cuBLAS call '") + #expr + "' failed: " +                    \
-                                cublasGetStatusName(lgreco_st_) + " (" + cublasGetStatusString(lgreco_st_) + ")"); \
+                                lazy_blas::api().status_name(lgreco_st_) + " (" + lazy_blas::api().status_string(lgreco_st_) + ")"); \
   } while (0)
 
 namespace lgreco::kernels::cuda {
@@ -66,23 +66,23 @@ void gemm(BlasHandle& blas, cublasOperation_t ta, cublasOperation_t tb, std::int
   const float one = 1.0f, zero = 0.0f;
   LGRECO_CHECK(m < (1ll << 31) && n < (1ll << 31) && k < (1ll << 31), "powersgd: matrix dimension beyond 2^31");
   if (m == 0 || n == 0) return;
-  LGRECO_CUBLAS_CHECK(cublasSgemm(blas.get(), ta, tb, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), &one,
+  LGRECO_CUBLAS_CHECK(lazy_blas::api().sgemm(blas.get(), ta, tb, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), &one,
                                   a, static_cast<int>(lda), b, static_cast<int>(ldb), &zero, c, static_cast<int>(ldc)));
 }
 
 }  // namespace
 
 BlasHandle::BlasHandle() {
-  LGRECO_CUBLAS_CHECK(cublasCreate(&h_));
-  LGRECO_CUBLAS_CHECK(cublasSetMathMode(h_, CUBLAS_PEDANTIC_MATH));  // plain fp32: no TF32, same as the reference
-  LGRECO_CUBLAS_CHECK(cublasSetPointerMode(h_, CUBLAS_POINTER_MODE_HOST));
+  LGRECO_CUBLAS_CHECK(lazy_blas::api().create(&h_));  // loads cuBLAS on first use
+  LGRECO_CUBLAS_CHECK(lazy_blas::api().set_math_mode(h_, CUBLAS_PEDANTIC_MATH));  // plain fp32: no TF32, same as the reference
+  LGRECO_CUBLAS_CHECK(lazy_blas::api().set_pointer_mode(h_, CUBLAS_POINTER_MODE_HOST));
 }
 
 BlasHandle::~BlasHandle() {
-  if (h_) cublasDestroy(h_);
+  if (h_) lazy_blas::api().destroy(h_);
 }
 
-void BlasHandle::set_stream(Stream s) { LGRECO_CUBLAS_CHECK(cublasSetStream(h_, s)); }
+void BlasHandle::set_stream(Stream s) { LGRECO_CUBLAS_CHECK(lazy_blas::api().set_stream(h_, s)); }
 
 void orthogonalize(float* a, std::int64_t rows, std::int64_t cols, Orthogonalization, double* scratch, Stream s) {
   if (rows == 0 || cols == 0) return;
