@@ -30,8 +30,12 @@ test: build
 test-cpp:
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 
+# pytest-xdist (Debian python3-pytest-xdist) runs the Python tests on $(JOBS) workers, a test
+# file per worker at a time (--dist loadscope: module fixtures are built once); without it, serially.
+PYTEST_JOBS = $(shell $(PY) -c 'import xdist' 2>/dev/null && echo "-n $(JOBS) --dist loadscope")
+
 test-python:
-	LGRECO_BIN=$(LGRECO) PYTHONPATH=$(abspath python) $(PY) -m pytest -q tests/python
+	LGRECO_BIN=$(LGRECO) PYTHONPATH=$(abspath python) $(PY) -m pytest -q $(PYTEST_JOBS) tests/python
 
 # C++ tree (CUDA off) with AddressSanitizer + UndefinedBehaviorSanitizer in its own build folder,
 # then every CTest test there and the bad-input corpus against its lgreco binary; any sanitizer
@@ -47,7 +51,7 @@ test-sanitize: deps
 	  -DLGRECO_CUDA=OFF -DLGRECO_PYTHON=OFF -DLGRECO_SANITIZE=address,undefined $(CMAKE_FLAGS) >/dev/null
 	@cmake --build $(SAN_BUILD) -j $(JOBS)
 	ctest --test-dir $(SAN_BUILD) --output-on-failure -j $(JOBS)
-	$(SAN_ENV) LGRECO_BIN=$(SAN_LGRECO) PYTHONPATH=$(abspath python) $(PY) -m pytest -q -p no:cacheprovider \
+	$(SAN_ENV) LGRECO_BIN=$(SAN_LGRECO) PYTHONPATH=$(abspath python) $(PY) -m pytest -q -p no:cacheprovider $(PYTEST_JOBS) \
 	  tests/python/test_bad_input.py tests/python/test_trace_bad_input.py
 
 demo: build-tool

@@ -63,7 +63,6 @@ def test_hook_accepts_momentum_and_warmup(tmp_path):
 def test_hook_sends_data_dependent_codes_at_their_fixed_wire_size(tmp_path, params):
     """DGC selection and delta codes have a data-dependent length; the hook pads them to the wire
     plan's worst case, so a single-process step sends exactly the predicted bytes."""
-    import os
     import torch.distributed as dist
     model = torch.nn.Linear(64, 32)
     shapes = {n: list(p.shape) for n, p in model.named_parameters()}
@@ -71,9 +70,8 @@ def test_hook_sends_data_dependent_codes_at_their_fixed_wire_size(tmp_path, para
     doc = make_schedule([(0, None, "uniform", {n: {"method": "topk", "params": dict(params, density=0.05)}
                                               for n in shapes})], shapes)
     path.write_text(json.dumps(doc))
-    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
-    os.environ.setdefault("MASTER_PORT", "29517")
-    dist.init_process_group("gloo", rank=0, world_size=1)
+    # A file rendezvous: no TCP port that a test running in parallel (pytest -n) could also take.
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path}/rendezvous", rank=0, world_size=1)
     try:
         ddp = torch.nn.parallel.DistributedDataParallel(model)
         hook = ScheduleHook(ddp, str(path)).register(ddp)
