@@ -20,9 +20,9 @@ configure: deps
 build: configure
 	@cmake --build $(BUILD) -j $(JOBS)
 
-# Only the lgreco binary and what it links (no test executables): what the demo needs.
+# Only the lgreco binary and the Python native module (no test executables): what the demo needs.
 build-tool: configure
-	@cmake --build $(BUILD) -j $(JOBS) --target lgreco
+	@cmake --build $(BUILD) -j $(JOBS) --target lgreco_demo_targets
 
 test: build
 	@$(MAKE) --no-print-directory test-cpp test-python

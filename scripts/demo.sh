@@ -42,6 +42,9 @@ TRACE=$OUT/charlm-trace.h5
 cleanup() { [[ "${LGRECO_DEMO_KEEP_TRACE:-0}" == 1 ]] || rm -f "$TRACE"; }
 trap cleanup EXIT
 export PYTHONPATH="$ROOT/python${PYTHONPATH:+:$PYTHONPATH}"
+# The recording job computes its wire plans with the native module: check it before any work.
+"$PY" -c 'import lgreco._native' 2>/dev/null ||
+  fail "lgreco's Python native module is not importable by $PY from $ROOT/python (make build-tool builds it with lgreco)"
 T0=$SECONDS
 
 "$LGRECO" info
