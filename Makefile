@@ -32,7 +32,10 @@ test-cpp:
 
 # pytest-xdist (Debian python3-pytest-xdist) runs the Python tests on $(JOBS) workers, a test
 # file per worker at a time (--dist loadscope: module fixtures are built once); without it, serially.
-PYTEST_JOBS = $(shell $(PY) -c 'import xdist' 2>/dev/null && echo "-n $(JOBS) --dist loadscope")
+# pytest-timeout (python3-pytest-timeout): a test still running after 15 min (the slowest takes
+# ~1 min) fails with its stack instead of hanging the run.
+PYTEST_JOBS = $(shell $(PY) -c 'import xdist' 2>/dev/null && echo "-n $(JOBS) --dist loadscope") \
+              $(shell $(PY) -c 'import pytest_timeout' 2>/dev/null && echo "--timeout 900")
 
 test-python:
 	LGRECO_BIN=$(LGRECO) PYTHONPATH=$(abspath python) $(PY) -m pytest -q $(PYTEST_JOBS) tests/python

@@ -2,6 +2,7 @@
 (defaults 0, ranges checked with the field and value named) and prices a warm-up step by step; the
 DDP hook accepts momentum correction and warm-up (tests in test_py_dgc_hook.py), and DGC selection and
 delta encoding, whose payloads are padded to the fixed size of their wire plan."""
+import gc
 import json
 import math
 
@@ -72,14 +73,25 @@ def test_hook_sends_data_dependent_codes_at_their_fixed_wire_size(tmp_path, para
     path.write_text(json.dumps(doc))
     # A file rendezvous: no TCP port that a test running in parallel (pytest -n) could also take.
     dist.init_process_group("gloo", init_method=f"file://{tmp_path}/rendezvous", rank=0, world_size=1)
+    sent, predicted = [], []
     try:
         ddp = torch.nn.parallel.DistributedDataParallel(model)
         hook = ScheduleHook(ddp, str(path)).register(ddp)
         for step in range(3):
             ddp(torch.randn(4, 64)).square().sum().backward()
-            assert hook.bytes_sent_per_step[step] == hook.predicted_bytes_per_step(step)
+            sent.append(hook.bytes_sent_per_step[step])
+            predicted.append(hook.predicted_bytes_per_step(step))
+        # Tear down in the order the spawned workers use (py_ddp_workers._entry): a gloo thread may
+        # still be releasing the last step's Python callback, which needs the GIL; if DDP's Reducer
+        # held the last reference to the group when it is freed, it would join that thread while
+        # holding the GIL (a deadlock seen once under pytest -n 2). The barrier lets the thread
+        # finish, and the DDP object goes while the group is still registered.
+        dist.barrier()
+        del hook, ddp
+        gc.collect()
     finally:
         dist.destroy_process_group()
+    assert sent == predicted
 
 
 def test_hook_refuses_a_schedule_whose_wire_plans_contradict_its_prediction(tmp_path):
