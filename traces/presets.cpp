@@ -63,19 +63,18 @@ const ModelPreset& find_model_preset(const std::string& name) {
 
 namespace detail {
 
-// kuangliu/pytorch-cifar ResNet18 (BasicBlock, [2,2,2,2], 3x3 stem without max-pool, 10 classes),
-// the CIFAR model of the PowerSGD and L-GreCo experiments. Convolutions have no bias; a block's
-// projection shortcut is Sequential(conv1x1, BatchNorm) named shortcut.0 / shortcut.1.
-ModelPreset make_resnet18_cifar() {
-  ModelPreset m{"resnet18", "ResNet-18, CIFAR variant (kuangliu/pytorch-cifar, 3x3 stem, 10 classes), 32x32 input", {}, 128};
-  PresetBuilder b(m.tensors);
-  std::int64_t side = 32;
-  b.conv("conv1", 3, 64, 3, false, side * side);
-  b.norm("bn1", 64, side * side);
-  std::int64_t in = 64;
-  const std::int64_t widths[4] = {64, 128, 256, 512};
-  for (int stage = 0; stage < 4; ++stage) {
-    for (int blk = 0; blk < 2; ++blk) {
+// A CIFAR-style ResNet of basic blocks, named as kuangliu/pytorch-cifar names it: a 3x3 stem
+// in_channels → widths[0] without bias + BatchNorm, then per stage `blocks` basic blocks (two 3x3
+// convolutions with BatchNorm; the first block of every later stage halves the resolution, and a
+// block whose input and output differ has a projection shortcut Sequential(conv1x1, BatchNorm)
+// named shortcut.0 / shortcut.1), then a linear classifier. `side`: input resolution.
+void basic_block_resnet(PresetBuilder& b, std::int64_t in_channels, std::int64_t side,
+                        const std::vector<std::int64_t>& widths, int blocks, std::int64_t classes) {
+  b.conv("conv1", in_channels, widths[0], 3, false, side * side);
+  b.norm("bn1", widths[0], side * side);
+  std::int64_t in = widths[0];
+  for (std::size_t stage = 0; stage < widths.size(); ++stage) {
+    for (int blk = 0; blk < blocks; ++blk) {
       const std::int64_t out = widths[stage];
       const bool down = blk == 0 && stage > 0;
       if (down) side /= 2;
@@ -92,7 +91,15 @@ ModelPreset make_resnet18_cifar() {
       in = out;
     }
   }
-  b.linear("linear", 512, 10, true, 1);
+  b.linear("linear", in, classes, true, 1);
+}
+
+// kuangliu/pytorch-cifar ResNet18 (BasicBlock, [2,2,2,2], 3x3 stem without max-pool, 10 classes),
+// the CIFAR model of the PowerSGD and L-GreCo experiments. Convolutions have no bias.
+ModelPreset make_resnet18_cifar() {
+  ModelPreset m{"resnet18", "ResNet-18, CIFAR variant (kuangliu/pytorch-cifar, 3x3 stem, 10 classes), 32x32 input", {}, 128};
+  PresetBuilder b(m.tensors);
+  basic_block_resnet(b, 3, 32, {64, 128, 256, 512}, 2, 10);
   return m;
 }
 
@@ -138,30 +145,7 @@ ModelPreset make_digits_resnet() {
   ModelPreset m{"digits-resnet", "examples/digits_cnn.py (ResNet in miniature, 16x16 digits, widths 32/64/128, 10 classes)",
                 {}, 32};
   PresetBuilder b(m.tensors);
-  std::int64_t side = 16;
-  b.conv("conv1", 1, 32, 3, false, side * side);
-  b.norm("bn1", 32, side * side);
-  std::int64_t in = 32;
-  const std::int64_t widths[3] = {32, 64, 128};
-  for (int stage = 0; stage < 3; ++stage) {
-    for (int blk = 0; blk < 2; ++blk) {
-      const std::int64_t out = widths[stage];
-      const bool down = blk == 0 && stage > 0;
-      if (down) side /= 2;
-      const std::string p = "layer" + std::to_string(stage + 1) + "." + std::to_string(blk) + ".";
-      const std::int64_t pos = side * side;
-      b.conv(p + "conv1", in, out, 3, false, pos);
-      b.norm(p + "bn1", out, pos);
-      b.conv(p + "conv2", out, out, 3, false, pos);
-      b.norm(p + "bn2", out, pos);
-      if (down || in != out) {
-        b.conv(p + "shortcut.0", in, out, 1, false, pos);
-        b.norm(p + "shortcut.1", out, pos);
-      }
-      in = out;
-    }
-  }
-  b.linear("linear", 128, 10, true, 1);
+  basic_block_resnet(b, 1, 16, {32, 64, 128}, 2, 10);
   return m;
 }
 
