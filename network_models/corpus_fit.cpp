@@ -149,7 +149,7 @@ bool SystemValidation::meets_bars() const {
   return std::abs(errors.large_error()) <= kLargeBar && std::abs(errors.small_error()) <= kSmallBar;
 }
 
-std::vector<SystemValidation> validate_corpus(const std::vector<PreparedFile>& files, bool holdout) {
+std::vector<SystemValidation> validate_corpus(const std::vector<PreparedFile>& files, bool holdout, const CorpusConstants& k) {
   std::map<std::string, CorpusConstants> constants;
   if (holdout) {
     for (auto& h : leave_one_system_out(files)) constants.emplace(h.system, h.constants);
@@ -160,7 +160,7 @@ std::vector<SystemValidation> validate_corpus(const std::vector<PreparedFile>& f
     std::vector<ValidationPoint> all;
     for (const auto& f : files) {
       if (f.file.system != system) continue;
-      for (const auto& p : predict_file(f, holdout ? constants.at(system) : corpus_constants())) {
+      for (const auto& p : predict_file(f, holdout ? constants.at(system) : k)) {
         v.points.emplace_back(&f, p);
         all.push_back(p);
       }

@@ -81,15 +81,16 @@ struct HeldOutSystem {
 /// Leave-one-system-out over every system of `files`.
 std::vector<HeldOutSystem> leave_one_system_out(const std::vector<PreparedFile>& files, int starts = 24);
 
-/// Every system of `files` with its rows predicted by the shipped presets (corpus_constants()), or each
-/// held out (`holdout`: leave_one_system_out). Points come in file order, paired with their file.
+/// Every system of `files` with its rows predicted by constants `k` (default: the shipped presets'), or each
+/// held out (`holdout`: leave_one_system_out; `k` unused). Points come in file order, paired with their file.
 struct SystemValidation {
   std::string system;
   std::vector<std::pair<const PreparedFile*, ValidationPoint>> points;
   ErrorSummary errors;
   bool meets_bars() const;  ///< |worst| within kLargeBar at >= 1 MiB and kSmallBar below
 };
-std::vector<SystemValidation> validate_corpus(const std::vector<PreparedFile>& files, bool holdout);
+std::vector<SystemValidation> validate_corpus(const std::vector<PreparedFile>& files, bool holdout,
+                                             const CorpusConstants& k = corpus_constants());
 
 /// The systems of `files`, sorted.
 std::vector<std::string> corpus_systems(const std::vector<PreparedFile>& files);

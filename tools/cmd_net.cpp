@@ -169,15 +169,31 @@ struct MeasuredRow {
   double size_bytes = 0, time_s = 0;
 };
 
-/// `net validate DIR`: every corpus file of DIR with the presets, or each system held out (--holdout).
-int validate_corpus_dir(const std::string& dir, bool holdout, Format fmt) {
+/// `net validate DIR`: every corpus file of DIR with the presets, each system held out (--holdout), or with
+/// the constants refitted on the whole directory (--refit: what the presets would ship with this corpus).
+int validate_corpus_dir(const std::string& dir, bool holdout, bool refit, Format fmt) {
   const auto files = net::prepare_corpus(net::load_corpus_dir(dir));
-  Json rows = Json::array(), systems = Json::array();
+  Json rows = Json::array(), systems = Json::array(), constants = Json::object();
+  net::CorpusConstants k = net::corpus_constants();
+  if (refit) {
+    std::vector<const net::PreparedFile*> all;
+    for (const auto& f : files) all.push_back(&f);
+    k = net::fit_corpus(all).constants;
+  }
+  for (const auto& d : net::corpus_constant_defs()) constants[d.name] = d.ref(k) * d.print_factor;
+  const char* mode = holdout ? "leave-one-system-out" : refit ? "refit" : "presets";
   if (fmt != Format::kJson) {
-    std::printf("%s\n%-16s %9s %14s %5s %9s %14s %5s\n", holdout ? "leave-one-system-out (fit without the system, predict it)" : "presets",
+    if (refit) {
+      std::printf("constants fitted on the %zu files of %s (shipped presets' values in brackets)\n", files.size(), dir.c_str());
+      net::CorpusConstants shipped = net::corpus_constants();
+      for (const auto& d : net::corpus_constant_defs())
+        std::printf("  %-18s %12.6g %-4s (%.6g)\n", d.name.c_str(), d.ref(k) * d.print_factor, d.unit.c_str(), d.ref(shipped) * d.print_factor);
+    }
+    std::printf("%s\n%-26s %9s %14s %5s %9s %14s %5s\n",
+                holdout ? "leave-one-system-out (fit without the system, predict it)" : refit ? "refitted constants" : "presets",
                 "system", ">=1MiB_%", "at_size", "ranks", "<1MiB_%", "at_size", "ranks");
   }
-  for (const auto& v : net::validate_corpus(files, holdout)) {
+  for (const auto& v : net::validate_corpus(files, holdout, k)) {
     for (const auto& [f, p] : v.points) {
       rows.push_back({{"system", v.system}, {"file", std::filesystem::path(f->file.origin).filename().string()},
                       {"benchmark", f->file.benchmark == net::Benchmark::kPytorch ? "pytorch" : "nccl-tests"},
@@ -191,13 +207,13 @@ int validate_corpus_dir(const std::string& dir, bool holdout, Format fmt) {
     };
     systems.push_back({{"system", v.system}, {"at_least_1MiB", worst(s.worst_large)}, {"below_1MiB", worst(s.worst_small)}, {"meets_bars", v.meets_bars()}});
     if (fmt != Format::kJson) {
-      std::printf("%-16s %+9.1f %14.0f %5d %+9.1f %14.0f %5d%s\n", v.system.c_str(), 100 * s.large_error(),
+      std::printf("%-26s %+9.1f %14.0f %5d %+9.1f %14.0f %5d%s\n", v.system.c_str(), 100 * s.large_error(),
                   s.worst_large ? s.worst_large->row.size_bytes : 0.0, s.worst_large ? s.worst_large->row.ranks : 0, 100 * s.small_error(),
                   s.worst_small ? s.worst_small->row.size_bytes : 0.0, s.worst_small ? s.worst_small->row.ranks : 0, v.meets_bars() ? "" : "  (misses the bars)");
     }
   }
   if (fmt == Format::kJson) {
-    std::cout << Json{{"schema_version", 1}, {"kind", "lgreco-net-validate-corpus"}, {"mode", holdout ? "leave-one-system-out" : "presets"},
+    std::cout << Json{{"schema_version", 1}, {"kind", "lgreco-net-validate-corpus"}, {"mode", mode}, {"constants", constants},
                       {"bars_pct", {{"at_least_1MiB", 100 * net::kLargeBar}, {"below_1MiB", 100 * net::kSmallBar}}},
                       {"systems", systems}, {"rows", rows}, {"provenance", provenance_json({})}}
                      .dump(2)
@@ -208,7 +224,7 @@ int validate_corpus_dir(const std::string& dir, bool holdout, Format fmt) {
 
 int run_net_validate(const std::vector<std::string>& args) {
   std::string file, topology, ranks_s, coll_s, fit, bench_s, gpp_s;
-  bool holdout = false;
+  bool holdout = false, refit = false;
   Format fmt;
   ArgParser p("lgreco net validate", "Compare the model's predictions with measured collective times: a corpus file "
                                      "(tests/data/network/*.tsv) or nccl-tests output (standard table or TSV). Prints measured and "
@@ -221,14 +237,16 @@ int run_net_validate(const std::vector<std::string>& args) {
       .option("--benchmark", &bench_s, "B", "nccl-tests or pytorch: adds PyTorch's per-call host cost (default: the file's; nccl-tests)")
       .option("--gpus-per-process", &gpp_s, "G", "1 or node: one process drives all GPUs of a host, nccl-tests -g N (default: the file's; 1)")
       .flag("--holdout", &holdout, "with a corpus directory: fit the presets' constants without each system and predict it")
+      .flag("--refit", &refit, "with a corpus directory: fit the presets' constants on all its files, print them and predict with them")
       .format(&fmt);
   if (!p.parse(args)) return 0;
   if (std::error_code ec; std::filesystem::is_directory(file, ec)) {
     if (!topology.empty() || !fit.empty() || !bench_s.empty() || !gpp_s.empty() || !ranks_s.empty() || !coll_s.empty())
-      throw UsageError("a corpus directory takes only --holdout and --format (each file names its topology and benchmark)");
-    return validate_corpus_dir(file, holdout, fmt);
+      throw UsageError("a corpus directory takes only --holdout, --refit and --format (each file names its topology and benchmark)");
+    if (holdout && refit) throw UsageError("--holdout and --refit exclude each other (--holdout refits without each system)");
+    return validate_corpus_dir(file, holdout, refit, fmt);
   }
-  if (holdout) throw UsageError("--holdout needs a corpus directory, not the file " + file);
+  if (holdout || refit) throw UsageError(std::string(holdout ? "--holdout" : "--refit") + " needs a corpus directory, not the file " + file);
   // The size limit of nccl-tests logs (net::load_nccl_tests); devices and oversized files are refused.
   const std::string text = read_text_file(file, std::uint64_t{256} << 20);
   std::vector<MeasuredRow> rows;

@@ -71,3 +71,22 @@ def test_validate_corpus_directory(lgreco):
     assert p.returncode == 2 and "corpus directory" in p.stderr
     p = lgreco("net", "validate", CORPUS / "a100-dgx-nccltests.tsv", "--holdout")
     assert p.returncode == 2 and "--holdout" in p.stderr
+
+
+def test_validate_corpus_refit_is_the_shipped_fit(tmp_path, lgreco):
+    # The shipped constants are the corpus fit (test_corpus_holdout.cpp checks every prediction), so a
+    # refit on the shipped corpus prints them back; on a smaller corpus the constants move.
+    doc = json.loads(lgreco("net", "validate", CORPUS, "--refit", "--format", "json", check=True).stdout)
+    shipped = json.loads(lgreco("net", "validate", CORPUS, "--format", "json", check=True).stdout)
+    assert doc["mode"] == "refit" and set(doc["constants"]) == set(shipped["constants"])
+    for name, value in doc["constants"].items():
+        assert math.isclose(value, shipped["constants"][name], rel_tol=2e-3, abs_tol=1e-9), name
+    for f in ["a100-dgx-nccltests.tsv", "h200-hgx-pytorch.tsv", "p4dn-a100-efa-nccltests.tsv"]:
+        (tmp_path / f).write_text((CORPUS / f).read_text())
+    small = json.loads(lgreco("net", "validate", tmp_path, "--refit", "--format", "json", check=True).stdout)
+    assert small["constants"] != doc["constants"]
+    assert {s["system"] for s in small["systems"]} == {"dgx-a100", "hgx-h200", "aws-p4dn"}
+    p = lgreco("net", "validate", CORPUS, "--refit", "--holdout")
+    assert p.returncode == 2 and "exclude" in p.stderr
+    p = lgreco("net", "validate", CORPUS / "a100-dgx-nccltests.tsv", "--refit")
+    assert p.returncode == 2 and "--refit" in p.stderr
