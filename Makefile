@@ -53,7 +53,9 @@ test-sanitize: deps
 	@cmake -S . -B $(SAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" \
 	  -DLGRECO_CUDA=OFF -DLGRECO_PYTHON=OFF -DLGRECO_SANITIZE=address,undefined $(CMAKE_FLAGS) >/dev/null
 	@cmake --build $(SAN_BUILD) -j $(JOBS)
-	ctest --test-dir $(SAN_BUILD) --output-on-failure -j $(JOBS)
+	@# The leave-one-system-out test repeats the corpus fit once per system; the [holdout] shard runs
+	@# that same code sanitized once, so the sanitized job leaves the 21 repetitions to `make test`.
+	ctest --test-dir $(SAN_BUILD) --output-on-failure -j $(JOBS) -E '_loso$$'
 	$(SAN_ENV) LGRECO_BIN=$(SAN_LGRECO) PYTHONPATH=$(abspath python) $(PY) -m pytest -q -p no:cacheprovider $(PYTEST_JOBS) \
 	  tests/python/test_bad_input.py tests/python/test_trace_bad_input.py
 

@@ -91,7 +91,6 @@ void CollectiveModel::build(const ModelParams& p_, Table& table) const {
   const int intra = emb_.intra_class == LinkClass::kNvlink ? kNvlink : kPcie;
   const double B_local = emb_.ring_local_Bps * p_.intra_efficiency, B_net = p_.net_efficiency * emb_.ring_net_Bps;
   const double B = std::min(B_local, B_net);
-  const double B_intra = emb_.intra_ring_Bps * p_.intra_efficiency;  // one host's own ring
   // Tree bus bandwidth. NCCL's model: the ring's. NIC-aware (corpus presets): a double binary tree moves
   // S per host and direction through the NICs on 2 hosts and up to 2S on more, against the ring's
   // 2(n-1)/n·S, and each host's chain carries 2S per GPU (algBw = 0.5·bus below).
@@ -104,8 +103,6 @@ void CollectiveModel::build(const ModelParams& p_, Table& table) const {
     const double h = (tree ? q.tree_hop_s : q.ring_hop_s)[cls] * p_.hop_scale[cls];
     return cls == kNet ? h + p_.net_extra_hop_s : h;
   };
-  // Pipeline fill of `steps` stages of K bytes at bus bandwidth `bw` (corpus presets; 0 otherwise).
-  auto fill = [&](double steps, double bw) { return p_.fill_bytes > 0 ? steps * p_.fill_bytes / bw : 0.0; };
   auto ring_bus = [&](Protocol pr, double bus, int ppn_) {
     switch (pr) {
       case Protocol::kLL: return std::min(p_.ll_max_Bps, 0.5 * bus);
@@ -128,7 +125,7 @@ void CollectiveModel::build(const ModelParams& p_, Table& table) const {
       ring.ok = true;
       ring.algbw_Bps = ring_bus(pr, B, ppn) * q.bw_multiplier * n / nsteps;
       ring.latency_s = q.ring_base_s + (lat_steps - n_inter) * hop(q, false, intra) + n_inter * hop(q, false, kNet);
-      ring.fill_s = pr == Protocol::kLL ? 0 : fill(N == 1 ? nsteps : 2.0 * (ppn - 1), B_intra);
+      ring.fill_s = pr == Protocol::kLL ? 0 : p_.fill_time_s;
       if (ar && N > 1) {
         Entry& tree = at(c, Algorithm::kTree, pr);
         const double bt = std::min(0.92 * B_tree, C * p_.tree_per_channel_Bps);
@@ -138,7 +135,7 @@ void CollectiveModel::build(const ModelParams& p_, Table& table) const {
         tree.ok = true;
         tree.algbw_Bps = 0.5 * bp * q.bw_multiplier;
         tree.latency_s = q.tree_base_s + 2 * ((ppn - 1) * hop(q, true, intra) + lgreco::floor_log2(static_cast<std::uint64_t>(N)) * hop(q, true, kNet));
-        tree.fill_s = pr == Protocol::kLL ? 0 : fill(2.0 * (ppn - 1), B_intra);
+        tree.fill_s = pr == Protocol::kLL ? 0 : p_.fill_time_s;
       }
       if (ar && N > 1 && p_.allow_hierarchical) {
         // Three ring phases with this protocol: intra RS, inter AR on the rails, intra AG.
@@ -158,7 +155,7 @@ void CollectiveModel::build(const ModelParams& p_, Table& table) const {
       e.ok = true;
       e.algbw_Bps = 5.0 / 6.0 * emb_.intra_ring_Bps * p_.nvls_multiplier;
       e.latency_s = p_.nvls_latency_s;
-      e.fill_s = fill(2, e.algbw_Bps);  // one multicast reduce and one multicast broadcast stage
+      e.fill_s = p_.fill_time_s;
       e.nvls = true;
     }
     if (nvls_tree_ && p_.nvls_tree && ar) {
@@ -168,7 +165,7 @@ void CollectiveModel::build(const ModelParams& p_, Table& table) const {
       e.ok = true;
       e.algbw_Bps = std::min(5.0 / 6.0 * emb_.intra_ring_Bps * p_.nvls_multiplier, B_net / f_nic);
       e.latency_s = q.tree_base_s + 2 * lgreco::floor_log2(static_cast<std::uint64_t>(N)) * hop(q, true, kNet);
-      e.fill_s = fill(2, e.algbw_Bps);
+      e.fill_s = p_.fill_time_s;
       e.nvls = true;
     }
   }
@@ -178,11 +175,11 @@ double CollectiveModel::cost(Protocol p, const Entry& e, double s) const {
   const ProtocolParams& q = p_.proto[static_cast<int>(p)];
   const double loss = q.loss_bytes > 0 ? std::pow(q.loss_bytes / s, q.loss_exponent) : 0.0;
   const double ideal = s / e.algbw_Bps;
-  // Below K·steps the slices shrink with S, so the fill never costs more than the transfer itself.
+  // A message shorter than the fill cannot lose more than its own transfer.
   const double transfer = ideal * (1.0 + loss) + std::min(ideal, e.fill_s);
-  // NVLS kernels do not run the ring/tree slice pipeline whose fill F is: their latency is their floor.
+  // NVLS kernels do not run the ring/tree slice pipeline whose floor F is; in the presets their latency adds.
   const double floor = e.nvls ? 0.0 : p_.pipeline_floor_s;
-  const double t = q.pipelined ? std::max({floor, e.latency_s, transfer}) : e.latency_s + transfer;
+  const double t = q.pipelined && !(e.nvls && p_.nvls_additive) ? std::max({floor, e.latency_s, transfer}) : e.latency_s + transfer;
   return t + p_.host_overhead_s;
 }
 

@@ -50,10 +50,12 @@
 /// Corpus extensions (ModelParams; the presets of preset_constants.hpp set them, NCCL's own model and
 /// calibration leave them neutral):
 ///   B_local ×= intra_efficiency before the minimum with η_net·B_net;
-///   fill (fill_bytes K > 0): the LL128/Simple transfer becomes S/algBw·(1 + loss) + min(S/algBw, fill),
-///          fill = steps·K/B_f: ring 2(n−1) stages on one host, else the host's own 2(ppn−1) stages,
-///          tree 2(ppn−1), both at the intra-host ring bandwidth; NVLS and NVLS-tree 2 stages at their
-///          algBw (the min: below steps·K the slices shrink with S, so the fill never exceeds the transfer)
+///   fill (fill_time_s T > 0): the LL128/Simple transfer becomes S/algBw·(1 + loss) + min(S/algBw, T),
+///          for every algorithm (ring, tree, NVLS, NVLS-tree): the mid-size loss of the corpus' sweeps is a
+///          time, not a size (A100 and V100 rings, H100/H200/B200 NVLS: the measured time exceeds S/algBw
+///          by 50-150 µs from a few MiB to GiBs); the min: a small message cannot lose more than its transfer
+///   nvls_additive: NVLS and NVLS-tree latency adds to the transfer instead of flooring it (the H200/B200
+///          NVLS rows grow by S/algBw from their latency on, without a plateau)
 ///   tree_nic_aware: tree bus B_t = min(B_local, 2·η_net·B_net/f), f = 1 on 2 hosts, 2 beyond (per host
 ///          and direction a double binary tree moves S through the NICs on 2 hosts, up to 2S on more)
 ///   nvls_tree (N > 1, NVLS GPUs, ppn ≥ 5, allreduce, Simple): algBw = min(5/6·B_local·m_nvls, η_net·B_net/f),
@@ -109,7 +111,8 @@ struct ModelParams {
   Selection selection = Selection::kFastest;
   // Corpus extensions (preset_constants.hpp); NCCL's own model (nccl_params) leaves them neutral.
   double intra_efficiency = 1;       ///< achieved fraction of the intra-host ring bandwidth (η_nvlink, η_pcie)
-  double fill_bytes = 0;             ///< K of the LL128/Simple pipeline fill min(S/algBw, steps·K/B) (0 = none)
+  double fill_time_s = 0;            ///< T of the LL128/Simple pipeline fill min(S/algBw, T) (0 = none)
+  bool nvls_additive = false;        ///< NVLS latency adds to its transfer (corpus presets) instead of flooring it
   bool tree_nic_aware = false;       ///< tree NIC traffic S per host and direction on 2 hosts, 2S beyond (else NCCL's ring bus)
   bool nvls_tree = false;            ///< offer NVLS-tree across hosts (NVLS GPUs, ≥ 5 per host, allreduce)
   double host_overhead_s = 0;        ///< added to every call: a benchmark's host-side cost (PyTorch, one process for many GPUs)
@@ -163,7 +166,7 @@ class CollectiveModel {
   struct Entry {
     bool ok = false;
     double latency_s = 0, algbw_Bps = 0;
-    double fill_s = 0;  ///< steps·K/B of the pipeline fill (0 without fill_bytes)
+    double fill_s = 0;  ///< T of the pipeline fill (0 for LL and without fill_time_s)
     bool nvls = false;  ///< NVLS or NVLS-tree: no pipeline floor F
   };
   Entry& at(Collective c, Algorithm a, Protocol p) { return table_[static_cast<int>(c)][static_cast<int>(a)][static_cast<int>(p)]; }

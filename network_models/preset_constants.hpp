@@ -7,7 +7,7 @@
 ///   B_net   = η_transport · ring bottleneck over network links       (η_rdma, η_plugin, η_socket)
 ///   latency = s_lat · NCCL's base and intra-host hop latencies + per network step hop_LL or hop_pipe
 ///             of the transport (LL, resp. LL128/Simple)
-///   LL bandwidth × m_LL; LL128/Simple pipelined behind the floor F with the fill min(S/algBw, steps·K/B)
+///   LL bandwidth × m_LL; LL128/Simple pipelined behind the floor F with the fill min(S/algBw, T); NVLS latency additive
 ///   NVLS algBw = κ_nvls · per-GPU NVLink bandwidth, latency L_nvls; NVLS-tree across hosts
 ///   tree NIC traffic: S per host and direction on 2 hosts, 2S beyond (collectives.hpp)
 /// Benchmark terms, added only to predictions of a benchmark's figures (net validate, the corpus test):
@@ -33,7 +33,7 @@ struct CorpusConstants {
   double latency_scale = 1;      ///< s_lat on NCCL's base and intra-host hop latencies
   double ll_bandwidth = 1;       ///< m_LL on NCCL's LL bandwidth
   double floor_s = 0;            ///< F of the pipelined protocols
-  double fill_bytes = 0;         ///< K of the pipeline fill
+  double fill_time_s = 0;        ///< T of the pipeline fill
   double nvls_fraction = 5.0 / 6.0;  ///< κ_nvls
   double nvls_latency_s = 25e-6;     ///< L_nvls
   double pytorch_overhead_s = 0;     ///< τ_pytorch (benchmark term)

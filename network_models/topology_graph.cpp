@@ -329,13 +329,48 @@ Embedding embed(const Topology& t, int ranks) {
   e.channels = static_cast<int>(nics[0].size());
   Loads ring(t);
   const double w = 1.0 / e.channels;
+  std::vector<std::vector<int>> entries(e.hosts);  // channels entering at each GPU of each host
+  for (int h = 0; h < e.hosts; ++h) entries[h].assign(gpus[h].size(), 0);
   for (int c = 0; c < e.channels; ++c) {
     std::vector<std::vector<int>> order(e.hosts);
     for (int h = 0; h < e.hosts; ++h) {
       const auto nic_gpus = assign_nics(t, r, gpus[h], nics[h]);
       auto first = std::find(nic_gpus.begin(), nic_gpus.end(), nics[h][c]);
-      const std::size_t start = first == nic_gpus.end() ? static_cast<std::size_t>(c) % gpus[h].size() : first - nic_gpus.begin();
-      for (std::size_t i = 0; i < gpus[h].size(); ++i) order[h].push_back(gpus[h][(start + i) % gpus[h].size()]);
+      std::size_t start = first - nic_gpus.begin();
+      if (first == nic_gpus.end()) {
+        // More NICs than GPUs (e.g. 16 RoCE ports for 8 GPUs): no GPU claims this NIC, so the channel
+        // enters at the GPU nearest it (lowest latency; ties to the lowest index after c), never
+        // through another PCIe switch when one of its own GPUs is there.
+        // Ties go to the GPU that enters the fewest channels so far, so extra NICs spread over the GPUs.
+        double best = kInf;
+        for (std::size_t k = 0; k < gpus[h].size(); ++k) {
+          const std::size_t i = (static_cast<std::size_t>(c) + k) % gpus[h].size();
+          const double lat = r.measure(r.route(gpus[h][i], nics[h][c])).second;
+          if (lat < best - 1e-12 || (std::abs(lat - best) <= 1e-12 && entries[h][i] < entries[h][start])) {
+            best = lat;
+            start = i;
+          }
+        }
+      }
+      ++entries[h][start];
+      // The ring leaves the host through the same NIC, so NCCL ends it at a GPU near that NIC too
+      // (the other GPU of the NIC's PCIe switch): the exit GPU is the nearest one after the entry.
+      const std::size_t G = gpus[h].size();
+      std::size_t exit = G;
+      double best = kInf;
+      for (std::size_t k = 1; k < G; ++k) {
+        const std::size_t i = (start + k) % G;
+        const double lat = r.measure(r.route(gpus[h][i], nics[h][c])).second;
+        if (lat < best - 1e-12) {
+          best = lat;
+          exit = i;
+        }
+      }
+      for (std::size_t k = 0; k < G; ++k) {
+        const std::size_t i = (start + k) % G;
+        if (i != exit) order[h].push_back(gpus[h][i]);
+      }
+      if (exit < G) order[h].push_back(gpus[h][exit]);
       for (std::size_t i = 0; i + 1 < order[h].size(); ++i) ring.add(r.route(order[h][i], order[h][i + 1]), w);
     }
     for (int h = 0; h < e.hosts; ++h) {
