@@ -27,10 +27,12 @@ def rows(lgreco, holdout):
 
 def panel(ax, doc, title):
     systems = sorted({r["system"] for r in doc["rows"]})
-    cmap = plt.get_cmap("tab10")
+    cmap = plt.get_cmap("tab20")
+    markers = "os^Dv"
     for i, s in enumerate(systems):
         pts = [r for r in doc["rows"] if r["system"] == s]
-        ax.scatter([r["measured_us"] for r in pts], [r["predicted_us"] for r in pts], s=9, color=cmap(i % 10), label=s, alpha=0.8)
+        ax.scatter([r["measured_us"] for r in pts], [r["predicted_us"] for r in pts], s=9, color=cmap(i % 20),
+                   marker=markers[(i // 20 + i) % len(markers)], label=s, alpha=0.8)
     lo, hi = 3, 2e6
     ax.plot([lo, hi], [lo, hi], color="black", lw=0.8)
     ax.fill_between([lo, hi], [0.8 * lo, 0.8 * hi], [1.2 * lo, 1.2 * hi], color="grey", alpha=0.2, lw=0, label="+-20 %")
@@ -49,10 +51,10 @@ def main():
     ap.add_argument("--lgreco", default=str(REPO / "build" / "tools" / "lgreco"))
     ap.add_argument("-o", "--output", default=str(REPO / "docs" / "network-corpus.png"))
     a = ap.parse_args()
-    fig, axes = plt.subplots(1, 2, figsize=(11, 5.2))
+    fig, axes = plt.subplots(1, 2, figsize=(12, 6))
     panel(axes[0], rows(a.lgreco, True), "held out: each system predicted by constants fitted without it")
     panel(axes[1], rows(a.lgreco, False), "shipped presets (constants fitted on the whole corpus)")
-    axes[1].legend(fontsize=7, loc="upper left")
+    axes[1].legend(fontsize=6, loc="upper left", ncol=2)
     fig.tight_layout()
     fig.savefig(a.output, dpi=90)
     print(f"wrote {a.output}")
