@@ -109,7 +109,6 @@ const std::vector<ConstantDef>& corpus_constant_defs() {
     }
     add("latency_scale", "", 1, 1.0, 1.0, 0.1, 10, [](CorpusConstants& c) -> double& { return c.latency_scale; });
     add("ll_bandwidth", "", 1, 1.0, 1.0, 0.05, 3, [](CorpusConstants& c) -> double& { return c.ll_bandwidth; });
-    // Fill: one channel's Simple buffer (NCCL_BUFFSIZE 4 MiB) per pipeline stage.
     // Fill: a few pipeline steps of NCCL's ~10 µs each (prior); the corpus sets it.
     add("fill", "us", 1e6, 50 * kUs, 2.0, 0.1 * kUs, 2e-3, [](CorpusConstants& c) -> double& { return c.fill_time_s; });
     add("nvls_fraction", "", 1, 5.0 / 6.0, 0.5, 0.1, 1.5, [](CorpusConstants& c) -> double& { return c.nvls_fraction; });

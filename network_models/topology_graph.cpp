@@ -329,43 +329,41 @@ Embedding embed(const Topology& t, int ranks) {
   e.channels = static_cast<int>(nics[0].size());
   Loads ring(t);
   const double w = 1.0 / e.channels;
+  std::vector<std::vector<int>> gpu_nic(e.hosts);  // each GPU's own NIC (also the rails' below)
+  for (int h = 0; h < e.hosts; ++h) gpu_nic[h] = assign_nics(t, r, gpus[h], nics[h]);
   std::vector<std::vector<int>> entries(e.hosts);  // channels entering at each GPU of each host
   for (int h = 0; h < e.hosts; ++h) entries[h].assign(gpus[h].size(), 0);
+  // The GPU of host h nearest NIC `nic` (lowest route latency), searched from index `from` on and
+  // skipping `skip`; among equally near GPUs the first, or with `spread` the one entered least so far.
+  auto nearest_gpu = [&](int h, int nic, std::size_t from, std::size_t skip, bool spread) {
+    const std::size_t G = gpus[h].size();
+    std::size_t best_i = G;
+    double best = kInf;
+    for (std::size_t k = 0; k < G; ++k) {
+      const std::size_t i = (from + k) % G;
+      if (i == skip) continue;
+      const double lat = r.measure(r.route(gpus[h][i], nic)).second;
+      if (lat < best - 1e-12 || (spread && std::abs(lat - best) <= 1e-12 && entries[h][i] < entries[h][best_i])) {
+        best = lat;
+        best_i = i;
+      }
+    }
+    return best_i;
+  };
   for (int c = 0; c < e.channels; ++c) {
     std::vector<std::vector<int>> order(e.hosts);
     for (int h = 0; h < e.hosts; ++h) {
-      const auto nic_gpus = assign_nics(t, r, gpus[h], nics[h]);
-      auto first = std::find(nic_gpus.begin(), nic_gpus.end(), nics[h][c]);
-      std::size_t start = first - nic_gpus.begin();
-      if (first == nic_gpus.end()) {
-        // More NICs than GPUs (e.g. 16 RoCE ports for 8 GPUs): no GPU claims this NIC, so the channel
-        // enters at the GPU nearest it (lowest latency; ties to the lowest index after c), never
-        // through another PCIe switch when one of its own GPUs is there.
-        // Ties go to the GPU that enters the fewest channels so far, so extra NICs spread over the GPUs.
-        double best = kInf;
-        for (std::size_t k = 0; k < gpus[h].size(); ++k) {
-          const std::size_t i = (static_cast<std::size_t>(c) + k) % gpus[h].size();
-          const double lat = r.measure(r.route(gpus[h][i], nics[h][c])).second;
-          if (lat < best - 1e-12 || (std::abs(lat - best) <= 1e-12 && entries[h][i] < entries[h][start])) {
-            best = lat;
-            start = i;
-          }
-        }
-      }
-      ++entries[h][start];
-      // The ring leaves the host through the same NIC, so NCCL ends it at a GPU near that NIC too
-      // (the other GPU of the NIC's PCIe switch): the exit GPU is the nearest one after the entry.
       const std::size_t G = gpus[h].size();
-      std::size_t exit = G;
-      double best = kInf;
-      for (std::size_t k = 1; k < G; ++k) {
-        const std::size_t i = (start + k) % G;
-        const double lat = r.measure(r.route(gpus[h][i], nics[h][c])).second;
-        if (lat < best - 1e-12) {
-          best = lat;
-          exit = i;
-        }
-      }
+      // Channel c enters at the GPU whose NIC is c; with more NICs than GPUs (16 RoCE ports or 32 EFA
+      // NICs for 8 GPUs) no GPU claims NIC c and the channel enters at the nearest GPU, spreading the
+      // extra NICs over the GPUs, never through another PCIe switch when one of its own GPUs is there.
+      const auto first = std::find(gpu_nic[h].begin(), gpu_nic[h].end(), nics[h][c]);
+      const std::size_t start = first != gpu_nic[h].end() ? static_cast<std::size_t>(first - gpu_nic[h].begin())
+                                                          : nearest_gpu(h, nics[h][c], static_cast<std::size_t>(c) % G, G, true);
+      ++entries[h][start];
+      // The ring leaves through the same NIC, so NCCL ends it at a GPU near that NIC too (the other GPU
+      // of the NIC's PCIe switch): the exit is the nearest GPU after the entry.
+      const std::size_t exit = nearest_gpu(h, nics[h][c], start + 1, start, false);
       for (std::size_t k = 0; k < G; ++k) {
         const std::size_t i = (start + k) % G;
         if (i != exit) order[h].push_back(gpus[h][i]);
@@ -385,8 +383,6 @@ Embedding embed(const Topology& t, int ranks) {
   e.ring_net_Bps = ring.bottleneck(1).first;
   // Rails: local rank i of every host runs its own ring through its nearest NIC.
   Loads rail(t);
-  std::vector<std::vector<int>> gpu_nic(e.hosts);
-  for (int h = 0; h < e.hosts; ++h) gpu_nic[h] = assign_nics(t, r, gpus[h], nics[h]);
   for (int h = 0; h < e.hosts; ++h) {
     const int nh = (h + 1) % e.hosts;
     for (int i = 0; i < e.ranks_per_host; ++i) {

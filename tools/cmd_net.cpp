@@ -180,12 +180,16 @@ int validate_corpus_dir(const std::string& dir, bool holdout, bool refit, Format
     for (const auto& f : files) all.push_back(&f);
     k = net::fit_corpus(all).constants;
   }
-  for (const auto& d : net::corpus_constant_defs()) constants[d.name] = d.ref(k) * d.print_factor;
+  // Held out, every system has its own constants (not printed); otherwise the ones predicting every row.
+  if (holdout)
+    constants = nullptr;
+  else
+    for (const auto& d : net::corpus_constant_defs()) constants[d.name] = d.ref(k) * d.print_factor;
   const char* mode = holdout ? "leave-one-system-out" : refit ? "refit" : "presets";
   if (fmt != Format::kJson) {
     if (refit) {
       std::printf("constants fitted on the %zu files of %s (shipped presets' values in brackets)\n", files.size(), dir.c_str());
-      net::CorpusConstants shipped = net::corpus_constants();
+      net::CorpusConstants shipped = net::corpus_constants();  // a copy: ConstantDef::ref needs a mutable object
       for (const auto& d : net::corpus_constant_defs())
         std::printf("  %-18s %12.6g %-4s (%.6g)\n", d.name.c_str(), d.ref(k) * d.print_factor, d.unit.c_str(), d.ref(shipped) * d.print_factor);
     }
