@@ -40,9 +40,12 @@ rounding by (seed, step, layer, rank); PowerSGD's first Q by Philox normal_at(se
 layer), i·r + j), or, with q_init="torch", exactly as torch's powerSGD_hook seeds it.
 """
 
+import atexit
+import ctypes
 import json
 import threading
 import time
+import weakref
 from collections import defaultdict, deque
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
@@ -142,6 +145,71 @@ class _StepRecord:
         self.finished = False
         self.hook_s = 0.0         # time inside the hook call (the thread running backward)
         self.chain_s = 0.0        # time computing in the buckets' rounds (any thread)
+        self.held: list = []      # every tensor given to a collective (see _InFlight)
+
+
+class _InFlight:
+    """What interpreter exit must wait for, or keep, so that a run that finished exits with 0.
+
+    A bucket's rounds resume in a completion callback on the transport's thread (gloo's), and the
+    bucket's future completes inside it: DDP's backward, and then the script, may go on and reach
+    interpreter exit while that thread is still leaving the callback, or while gloo's finished work
+    still holds the tensors the hook gave it. A thread that needs the GIL during finalisation (to
+    leave the callback, or to free a tensor whose Python object the work kept alive) is ended by
+    pthread_exit, whose unwinding through torch's noexcept code aborts the process ("terminate called
+    without an active exception", exit -6). So (1) a callback counts from its first call until torch
+    drops it (its __del__, under the GIL), and exit waits for the count to reach zero; (2) every hook
+    keeps the tensors of its latest step's collectives (dropped when the next step starts, when gloo
+    has long released them), and at exit those are kept for good: their Python objects then outlive
+    gloo's references, and gloo's last release frees nothing."""
+
+    def __init__(self):
+        self._cond = threading.Condition()
+        self._n = 0
+        self.hooks: "weakref.WeakSet[ScheduleHook]" = weakref.WeakSet()
+        self._kept: list = []
+
+    def enter(self) -> None:
+        with self._cond:
+            self._n += 1
+
+    def leave(self) -> None:
+        with self._cond:
+            self._n -= 1
+            if self._n == 0:
+                self._cond.notify_all()
+
+    def at_exit(self, timeout_s: float = 30.0) -> None:
+        with self._cond:
+            self._cond.wait_for(lambda: self._n == 0, timeout=timeout_s)
+        for hook in list(self.hooks):
+            self._kept.append(hook._held)
+        # One reference Python never returns: finalisation clears this module, not the list.
+        ctypes.pythonapi.Py_IncRef(ctypes.py_object(self._kept))
+
+
+_IN_FLIGHT = _InFlight()
+atexit.register(_IN_FLIGHT.at_exit)
+
+
+class _Callback:
+    """A done-callback for torch, counted in _IN_FLIGHT from its call until torch releases it."""
+
+    __slots__ = ("_fn", "_entered")
+
+    def __init__(self, fn: Callable[[torch.futures.Future], None]):
+        self._fn = fn
+        self._entered = False
+
+    def __call__(self, fut: torch.futures.Future) -> None:
+        if not self._entered:
+            self._entered = True
+            _IN_FLIGHT.enter()
+        self._fn(fut)
+
+    def __del__(self):
+        if self._entered:
+            _IN_FLIGHT.leave()
 
 
 class _Sequencer:
@@ -223,7 +291,7 @@ class _Chain:
             if last:
                 self._release()
             if hook.asynchronous:
-                torch.futures.collect_all(futs).add_done_callback(self._resume)
+                torch.futures.collect_all(futs).add_done_callback(_Callback(self._resume))
                 return
             for f in futs:
                 f.wait()
@@ -291,6 +359,8 @@ class ScheduleHook:
         # Called with (step, name, acc) for every parameter of every bucket, where acc is the
         # error-feedback-corrected gradient about to be compressed (OnlineHook measures on it).
         self._observe: Optional[Callable[[int, str, torch.Tensor], None]] = None
+        self._held: list = []
+        _IN_FLIGHT.hooks.add(self)
 
     def _check_predictions(self, schedule: Schedule) -> None:
         mism = schedule.prediction_mismatches()
@@ -326,6 +396,7 @@ class ScheduleHook:
         with self._lock:
             rec.counts["allreduce_bytes" if op.kind == "allreduce" else "allgather_bytes"] += nbytes
             rec.counts[op.label] += nbytes
+            rec.held.append((op.tensor, op.outs))
         if op.kind == "allreduce":
             return comm.allreduce(op.tensor)
         return comm.allgather(op.outs, op.tensor)
@@ -380,6 +451,7 @@ class ScheduleHook:
         if self._rec is None:
             self._before_step(self.step)
             self._rec = _StepRecord(self.step)
+            self._held = self._rec.held  # the previous step's tensors go (see _InFlight)
         rec = self._rec
         step = self.step
         names = self._names_of(bucket)
