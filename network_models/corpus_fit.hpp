@@ -11,7 +11,7 @@
 /// with the robust weights and log-normal priors of levenberg.hpp, and ω_s = √(R̄ / R_s) the
 /// system balance (R_s rows of the row's system, R̄ the mean over systems), so a long sweep does not
 /// outvote a system with four rows (the square root keeps an outlying four-row system, NCCL 2.9.9 on
-/// EFA v1, from setting the whole plugin transport). Deterministic starts: the priors' centres, then
+/// EFA v1, from setting EFA v1's constants alone). Deterministic starts: the priors' centres, then
 /// seeded perturbations.
 /// Leave-one-system-out: for each system, fit on all other systems' files and predict its rows.
 #include <map>

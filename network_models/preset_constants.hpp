@@ -4,9 +4,13 @@
 /// protocol bandwidth caps) and replaces NCCL's internal tuning values and peak link rates by what the
 /// corpus shows machines achieve:
 ///   B_local = η_class · ring bottleneck over non-network links     (η_nvlink or η_pcie by intra class)
-///   B_net   = η_transport · ring bottleneck over network links       (η_rdma, η_plugin, η_socket)
+///   B_net   = η_net · ring bottleneck over network links, η_net by network class (η_rdma, η_plugin, η_socket);
+///             EFA by generation and TCPXO scale the shared plugin values by their own factors (f_efa1,
+///             f_efa2, f_efa4, f_tcpxo on η and both step latencies; prior 1: partial pooling, so a plugin
+///             with few measurements stays near what the others show; EFA v3 has no measurement and takes
+///             the shared values); × η_nogdr without GPUDirect RDMA
 ///   latency = s_lat · NCCL's base and intra-host hop latencies + per network step hop_LL or hop_pipe
-///             of the transport (LL, resp. LL128/Simple)
+///             of the network class (LL, resp. LL128/Simple; × the plugin's factors)
 ///   LL bandwidth × m_LL; LL128/Simple pipelined behind the floor F with the fill min(S/algBw, T); NVLS latency additive
 ///   NVLS algBw = κ_nvls · per-GPU NVLink bandwidth, latency L_nvls; NVLS-tree across hosts
 ///   tree NIC traffic: S per host and direction on 2 hosts, 2S beyond (collectives.hpp)
@@ -22,14 +26,22 @@
 
 namespace lgreco::net {
 
-inline constexpr int kNumTransports = 3;  ///< rdma, plugin, socket (Transport order)
+inline constexpr int kNumNetClasses = 3;  ///< rdma, plugin (EFA and TCPXO), socket
+inline constexpr int kNumPlugins = 4;     ///< EFA v1, v2 and v4 (the generations the corpus has), TCPXO
+
+/// A plugin transport's factors on the shared plugin constants.
+struct PluginFactors {
+  double eta = 1, hop_ll = 1, hop_pipe = 1;
+};
 
 /// Every corpus-derived constant (SI units).
 struct CorpusConstants {
   double eta_nvlink = 1, eta_pcie = 1;                  ///< intra-host achieved fraction by class
-  std::array<double, kNumTransports> eta_net{1, 1, 1};  ///< network achieved fraction by transport
-  std::array<double, kNumTransports> hop_ll_s{};        ///< LL latency per network step by transport
-  std::array<double, kNumTransports> hop_pipe_s{};      ///< LL128/Simple latency per network step by transport
+  std::array<double, kNumNetClasses> eta_net{1, 1, 1};  ///< network achieved fraction by network class
+  std::array<double, kNumNetClasses> hop_ll_s{};        ///< LL latency per network step by network class
+  std::array<double, kNumNetClasses> hop_pipe_s{};      ///< LL128/Simple latency per network step by network class
+  std::array<PluginFactors, kNumPlugins> plugin{};      ///< EFA v1, v2, v4 and TCPXO factors on the plugin class
+  double nogdr_efficiency = 1;  ///< η_nogdr: factor on η_transport when the NICs have no GPUDirect RDMA
   double latency_scale = 1;      ///< s_lat on NCCL's base and intra-host hop latencies
   double ll_bandwidth = 1;       ///< m_LL on NCCL's LL bandwidth
   double floor_s = 0;            ///< F of the pipelined protocols

@@ -124,7 +124,7 @@ Topology preset_topology(const std::string& name) {
       for (const auto& n : preset_names()) known += (known.empty() ? "" : ", ") + n;
       const std::string shown = printable(name.size() > 80 ? name.substr(0, 80) + "..." : name);
       throw ConfigError("unknown topology \"" + shown + "\" (presets: " + known +
-                        "; clusters: KxGxGPU-NxRATE[-efa|-tcpxo] such as 4x8xA100-4x100G, 4x8xB200-8x400G-efa or 8x8xV100-25GbE; or a topology JSON file)");
+                        "; clusters: KxGxGPU-NxRATE[-efa|-efa1..4|-tcpxo][-nogdr] such as 4x8xA100-4x100G, 4x8xB200-8x400G-efa or 8x8xV100-25GbE; or a topology JSON file)");
     }
     const int hosts = spec->hosts, gpus = spec->gpus_per_host, nics = spec->nics;
     const double gbps = spec->nic_gbps;
@@ -137,7 +137,19 @@ Topology preset_topology(const std::string& name) {
     }
     if (!spec->plugin.empty() && spec->unit == "GbE")
       throw ConfigError("topology \"" + name + "\": " + spec->plugin.substr(1) + " is a plugin transport, not TCP sockets (GbE)");
-    t.transport = spec->unit == "GbE" ? Transport::kSocket : !spec->plugin.empty() ? Transport::kPlugin : Transport::kRdma;
+    if (spec->nogdr && spec->unit == "GbE")
+      throw ConfigError("topology \"" + name + "\": -nogdr applies to NIC transports; TCP sockets (GbE) always stage through host memory");
+    t.transport = spec->unit == "GbE"                        ? Transport::kSocket
+                  : spec->plugin.rfind("-efa", 0) == 0      ? Transport::kEfa
+                  : spec->plugin == "-tcpxo"                ? Transport::kTcpxo
+                                                            : Transport::kRdma;
+    t.gpudirect = !spec->nogdr;
+    if (t.transport == Transport::kEfa) {
+      t.efa_generation = spec->plugin.size() > 4 ? spec->plugin[4] - '0' : default_efa_generation(t.gpu.name);
+      if (t.efa_generation == 0)
+        throw ConfigError("topology \"" + name + "\": no default EFA generation for " + t.gpu.name +
+                          " (only for the GPUs of AWS P instances); name it: -efa1 (p3dn, p4d), -efa2 (p5), -efa3 (p5en) or -efa4 (p6)");
+    }
     t.nvls = t.gpu.compute_capability >= 90 && t.gpu.nvlinks > 0;
     t.p2p = t.gpu.p2p;
     Builder b{t};
@@ -149,7 +161,7 @@ Topology preset_topology(const std::string& name) {
 }
 
 std::optional<ClusterSpec> parse_cluster_spec(const std::string& name) {
-  static const std::regex cluster(R"(^(\d+)x(\d+)x([A-Za-z0-9]+)-(?:(\d+)x)?(\d+(?:\.\d+)?)(G|GbE)(-efa|-tcpxo)?$)");
+  static const std::regex cluster(R"(^(\d+)x(\d+)x([A-Za-z0-9]+)-(?:(\d+)x)?(\d+(?:\.\d+)?)(G|GbE)(-efa[1-4]?|-tcpxo)?(-nogdr)?$)");
   // Real specs are short; std::regex recurses per character, so a huge argument is no spec.
   if (name.size() > 128) return std::nullopt;
   std::smatch m;
@@ -166,7 +178,17 @@ std::optional<ClusterSpec> parse_cluster_spec(const std::string& name) {
   c.gpu = m[3];
   c.unit = m[6];
   c.plugin = m[7].matched ? std::string(m[7]) : "";
+  c.nogdr = m[8].matched;
   return c;
+}
+
+int default_efa_generation(const std::string& gpu_name) {
+  // AWS instance families: p3dn (V100, EFA v1, no GPUDirect RDMA), p4d/p4de (A100, v1), p5/p5e (H100/H200, v2;
+  // p5en: v3), p6-b200 (B200, v4).
+  if (gpu_name == "V100" || gpu_name == "A100") return 1;
+  if (gpu_name == "H100" || gpu_name == "H200") return 2;
+  if (gpu_name == "B200") return 4;
+  return 0;
 }
 
 std::string cluster_spec_name(const ClusterSpec& c) {
@@ -176,7 +198,7 @@ std::string cluster_spec_name(const ClusterSpec& c) {
   while (!rate.empty() && rate.back() == '0') rate.pop_back();
   if (!rate.empty() && rate.back() == '.') rate.pop_back();
   return std::to_string(c.hosts) + "x" + std::to_string(c.gpus_per_host) + "x" + c.gpu + "-" + std::to_string(c.nics) + "x" + rate +
-         c.unit + c.plugin;
+         c.unit + c.plugin + (c.nogdr ? "-nogdr" : "");
 }
 
 Topology resolve_topology(const std::string& name_or_path) {

@@ -5,8 +5,10 @@
 /// traffic staged through the host bridges), 2x-rtx2080ti-nvlink. Clusters are written
 /// "K x G x GPU - N x RATE" without spaces: K hosts of G GPUs of model GPU, each host with N NICs of
 /// RATE ("100G", "400G": RDMA verbs at RATE Gb/s, InfiniBand or RoCE; "25GbE": TCP sockets), optionally
-/// followed by "-efa" or "-tcpxo" for a provider's NCCL net plugin (AWS EFA, GCP GPUDirect-TCPX/TCPXO),
-/// e.g. 4x8xA100-4x100G, 4x8xB200-8x400G-efa, 16x8xH100-8x400G, 8x8xV100-25GbE (N defaults to 1). Hosts of
+/// followed by "-efa" or "-tcpxo" for a provider's NCCL net plugin (AWS EFA, GCP GPUDirect-TCPX/TCPXO) and
+/// by "-nogdr" for NICs without GPUDirect RDMA (AWS p3dn: 8x8xV100-1x100G-efa-nogdr), e.g. 4x8xA100-4x100G,
+/// 4x8xB200-8x400G-efa, 16x8xH100-8x400G, 8x8xV100-25GbE (N defaults to 1). "-efa" takes the EFA generation
+/// of the AWS instances with that GPU (default_efa_generation); "-efa1" .. "-efa4" name it. Hosts of
 /// a cluster use the intra-host layout of the matching single-host preset; all NICs join one
 /// non-blocking switch; GPUs without PCIe peer-to-peer (GeForce) stage through the host bridges.
 #include <optional>
@@ -32,8 +34,12 @@ struct ClusterSpec {
   std::string gpu;             ///< GPU model name
   double nic_gbps = 0;         ///< rate of one NIC, Gb/s
   std::string unit = "G";      ///< "G" (RDMA) or "GbE" (TCP sockets)
-  std::string plugin;          ///< "", "-efa" or "-tcpxo"
+  std::string plugin;          ///< "", "-efa", "-efa1" .. "-efa4" or "-tcpxo"
+  bool nogdr = false;          ///< "-nogdr": the NICs have no GPUDirect RDMA
 };
+/// The EFA generation of the AWS instances with GPU `gpu_name` (V100 p3dn and A100 p4d/p4de: 1, H100/H200 p5/p5e:
+/// 2, B200 p6: 4); 0 for other GPUs (no default: the spec must name the generation).
+int default_efa_generation(const std::string& gpu_name);
 /// Parses a cluster spec (nullopt when `name` is not one; the values are not yet validated).
 std::optional<ClusterSpec> parse_cluster_spec(const std::string& name);
 /// The spec's canonical name, e.g. "4x8xA100-4x100G" (the rate without trailing zeros).

@@ -35,10 +35,13 @@ inline constexpr int kMaxGpusPerHost = 128;
 enum class NodeKind { kGpu, kNvSwitch, kPcieSwitch, kHostBridge, kNic, kNetSwitch };
 /// Link technology; selects NCCL's per-hop latency row (nvlink, pcie, net).
 enum class LinkClass { kNvlink, kPcie, kHost, kNet };
-/// Inter-node transport (efficiency and per-hop latency in ModelParams, from the measurement corpus):
-/// RDMA verbs (InfiniBand, RoCE), a provider's NCCL net plugin (AWS EFA, GCP GPUDirect-TCPX/TCPXO:
-/// higher per-message latency, no LL128 across hosts), or TCP sockets.
-enum class Transport { kRdma, kPlugin, kSocket };
+/// Inter-node transport (efficiency and per-step latency in the presets, from the measurement corpus):
+/// RDMA verbs (InfiniBand, RoCE), AWS EFA (NCCL's aws-ofi-nccl plugin over SRD; Topology::efa_generation),
+/// GCP GPUDirect-TCPX/TCPXO (Google's NCCL net plugin over TCP offload), or TCP sockets. The two plugins
+/// have no LL128 across hosts.
+enum class Transport { kRdma, kEfa, kTcpxo, kSocket };
+/// EFA generations AWS has shipped (v1: p3dn, p4d, p4de; v2: p5, p5e; v3: p5en; v4: p6).
+inline constexpr int kMaxEfaGeneration = 4;
 
 /// A vertex. `host` is the machine index (network switches: -1).
 struct TopoNode {
@@ -73,6 +76,11 @@ struct Topology {
   Transport transport = Transport::kRdma;
   bool nvls = false;  ///< NVSwitch with in-switch reduction (NVLink SHARP): H100/H200/B200
   bool p2p = true;    ///< GPU peer-to-peer over PCIe/NVLink allowed
+  /// GPUDirect RDMA: the NICs read and write GPU memory. Without it (AWS p3dn's EFA) NCCL stages every
+  /// network transfer through host memory (lower efficiency: η_nogdr in the presets).
+  bool gpudirect = true;
+  /// EFA generation 1..kMaxEfaGeneration with Transport::kEfa, else 0.
+  int efa_generation = 0;
   std::vector<TopoNode> nodes;
   std::vector<TopoLink> links;
 

@@ -29,9 +29,11 @@ LinkClass parse_class(const std::string& s, const std::string& where) {
 
 Transport parse_transport(const std::string& s, const std::string& where) {
   if (s == "rdma") return Transport::kRdma;
-  if (s == "plugin") return Transport::kPlugin;
+  if (s == "efa") return Transport::kEfa;
+  if (s == "tcpxo") return Transport::kTcpxo;
   if (s == "socket") return Transport::kSocket;
-  throw ConfigError(where + ": \"" + s + "\" (expected rdma, plugin or socket)");
+  if (s == "plugin") throw ConfigError(where + ": \"plugin\" is now \"efa\" (AWS) or \"tcpxo\" (GCP GPUDirect-TCPX/TCPXO)");
+  throw ConfigError(where + ": \"" + s + "\" (expected rdma, efa, tcpxo or socket)");
 }
 
 double positive(double v, const std::string& where) {
@@ -75,6 +77,19 @@ Topology topology_from_json(const Json& j, const std::string& origin) {
   t.transport = parse_transport(transport, o.child("transport"));
   t.nvls = o.get_or<bool>("nvls", false);
   t.p2p = o.get_or<bool>("p2p", true);
+  t.gpudirect = o.get_or<bool>("gpudirect", true);
+  if (t.transport == Transport::kEfa) {
+    const int gen = o.get_or<int>("efa_generation", default_efa_generation(t.gpu.name));
+    if (gen < 1 || gen > kMaxEfaGeneration)
+      throw ConfigError(o.child("efa_generation") + ": " +
+                        (o.has("efa_generation") ? std::to_string(gen) : "no default for " + t.gpu.name + " (only for the GPUs of AWS P instances)") +
+                        "; expected 1 (p3dn, p4d), 2 (p5), 3 (p5en) or 4 (p6)");
+    t.efa_generation = gen;
+  } else if (o.has("efa_generation")) {
+    throw ConfigError(o.child("efa_generation") + ": applies to transport \"efa\" only");
+  }
+  if (!t.gpudirect && t.transport == Transport::kSocket)
+    throw ConfigError(o.child("gpudirect") + ": false applies to NIC transports (rdma, efa, tcpxo); sockets always stage through host memory");
   std::map<std::string, int> index;
   const Json& nodes = o.require("nodes");
   if (!nodes.is_array()) throw ConfigError(o.child("nodes") + ": expected an array");
@@ -127,21 +142,24 @@ Json topology_to_json(const Topology& t) {
     links.push_back({{"a", t.nodes[l.a].id}, {"b", t.nodes[l.b].id}, {"class", to_string(l.cls)},
                      {"bandwidth_GBps", l.bandwidth_Bps / 1e9}, {"latency_us", l.latency_s * 1e6}});
   }
-  return {{"schema_version", 1},
-          {"kind", "lgreco-topology"},
-          {"name", t.name},
-          {"gpu",
-           {{"name", t.gpu.name},
-            {"compute_capability", t.gpu.compute_capability},
-            {"dense_peak_tflops", t.gpu.dense_peak_flops / 1e12},
-            {"nvlinks", t.gpu.nvlinks},
-            {"nvlink_bandwidth_GBps", t.gpu.nvlink_Bps / 1e9},
-            {"memory_bandwidth_GBps", t.gpu.memory_Bps / 1e9}}},
-          {"transport", to_string(t.transport)},
-          {"nvls", t.nvls},
-          {"p2p", t.p2p},
-          {"nodes", nodes},
-          {"links", links}};
+  Json j = {{"schema_version", 1},
+            {"kind", "lgreco-topology"},
+            {"name", t.name},
+            {"gpu",
+             {{"name", t.gpu.name},
+              {"compute_capability", t.gpu.compute_capability},
+              {"dense_peak_tflops", t.gpu.dense_peak_flops / 1e12},
+              {"nvlinks", t.gpu.nvlinks},
+              {"nvlink_bandwidth_GBps", t.gpu.nvlink_Bps / 1e9},
+              {"memory_bandwidth_GBps", t.gpu.memory_Bps / 1e9}}},
+            {"transport", to_string(t.transport)},
+            {"nvls", t.nvls},
+            {"p2p", t.p2p},
+            {"gpudirect", t.gpudirect},
+            {"nodes", nodes},
+            {"links", links}};
+  if (t.transport == Transport::kEfa) j["efa_generation"] = t.efa_generation;
+  return j;
 }
 
 const char* to_string(NodeKind k) {
@@ -169,7 +187,8 @@ const char* to_string(LinkClass c) {
 const char* to_string(Transport t) {
   switch (t) {
     case Transport::kRdma: return "rdma";
-    case Transport::kPlugin: return "plugin";
+    case Transport::kEfa: return "efa";
+    case Transport::kTcpxo: return "tcpxo";
     case Transport::kSocket: return "socket";
   }
   return "?";

@@ -378,8 +378,11 @@ int run_topology(const std::vector<std::string>& args) {
     std::cout << doc.dump(2) << "\n";
     return 0;
   }
+  const std::string transport = std::string(net::to_string(t.transport)) +
+                                (t.transport == net::Transport::kEfa ? " v" + std::to_string(t.efa_generation) : "") +
+                                (t.gpudirect ? "" : " without GPUDirect RDMA");
   std::printf("%s: %d hosts x %d %s, %zu nodes, %zu links, transport %s, nvls %s, p2p %s\n", t.name.c_str(), t.hosts(), t.gpus_per_host(),
-              t.gpu.name.c_str(), t.nodes.size(), t.links.size(), net::to_string(t.transport), t.nvls ? "yes" : "no", t.p2p ? "yes" : "no");
+              t.gpu.name.c_str(), t.nodes.size(), t.links.size(), transport.c_str(), t.nvls ? "yes" : "no", t.p2p ? "yes" : "no");
   std::printf("ring over %d ranks (%d hosts, %d channels, intra %s): busbw %.1f GB/s, bottleneck %s\n", e.ranks, e.hosts, e.channels,
               net::to_string(e.intra_class), finite_or_null(e.ring_Bps), e.ring_bottleneck.c_str());
   if (e.hosts > 1) std::printf("rails (one ring per local rank): %.1f GB/s per GPU, bottleneck %s\n", finite_or_null(e.rail_Bps), e.rail_bottleneck.c_str());

@@ -72,16 +72,46 @@ TEST_CASE("NIC sharing: GPUs behind one PCIe switch share its NIC", "[topology]"
   CHECK(preset_topology("8x8xV100-25GbE").transport == Transport::kSocket);
 }
 
-TEST_CASE("plugin transport: cluster suffix, JSON round trip and bad values", "[topology]") {
+TEST_CASE("plugin transports: EFA generation, TCPXO, GPUDirect; cluster suffix, JSON round trip and bad values", "[topology]") {
   const Topology efa = preset_topology("4x8xB200-8x400G-efa");
-  CHECK(efa.transport == Transport::kPlugin);
-  CHECK(preset_topology("2x8xH100-8x200G-tcpxo").transport == Transport::kPlugin);
+  CHECK(efa.transport == Transport::kEfa);
+  CHECK(efa.efa_generation == 4);  // p6-b200
+  CHECK(efa.gpudirect);
+  CHECK(preset_topology("2x8xA100-4x100G-efa").efa_generation == 1);  // p4d
+  CHECK(preset_topology("2x8xH100-32x100G-efa").efa_generation == 2);  // p5
+  CHECK(preset_topology("2x8xH200-16x200G-efa3").efa_generation == 3);  // p5en, named
+  const Topology p3dn = preset_topology("8x8xV100-1x100G-efa-nogdr");
+  CHECK(p3dn.efa_generation == 1);
+  CHECK_FALSE(p3dn.gpudirect);
+  CHECK(preset_topology("2x8xH100-8x200G-tcpxo").transport == Transport::kTcpxo);
+  CHECK(preset_topology("2x8xH100-8x200G-tcpxo").efa_generation == 0);
   CHECK(preset_topology("2x8xH100-8x200G").transport == Transport::kRdma);
+  CHECK_FALSE(preset_topology("2x8xH100-8x200G-nogdr").gpudirect);
   CHECK_THROWS_WITH(preset_topology("2x8xH100-1x25GbE-efa"), Catch::Contains("sockets"));
-  CHECK(topology_from_json(topology_to_json(efa), "again").transport == Transport::kPlugin);
+  CHECK_THROWS_WITH(preset_topology("2x8xH100-1x25GbE-nogdr"), Catch::Contains("-nogdr") && Catch::Contains("GbE"));
+  CHECK_THROWS_WITH(preset_topology("2x2xL40S-1x100G-efa"), Catch::Contains("L40S") && Catch::Contains("-efa1"));
+  CHECK(cluster_spec_name(*parse_cluster_spec("8x8xV100-1x100G-efa-nogdr")) == "8x8xV100-1x100G-efa-nogdr");
+  CHECK_FALSE(parse_cluster_spec("2x8xH100-8x200G-efa5"));
+  for (const Topology& t : {efa, p3dn, preset_topology("2x8xH100-8x200G-tcpxo")}) {
+    const Topology back = topology_from_json(topology_to_json(t), "again");
+    CHECK(back.transport == t.transport);
+    CHECK(back.efa_generation == t.efa_generation);
+    CHECK(back.gpudirect == t.gpudirect);
+  }
   auto doc = two_gpu_doc(50);
   doc["transport"] = "carrier-pigeon";
-  CHECK_THROWS_WITH(topology_from_json(doc, "bad.json"), Catch::Contains("carrier-pigeon") && Catch::Contains("plugin"));
+  CHECK_THROWS_WITH(topology_from_json(doc, "bad.json"), Catch::Contains("carrier-pigeon") && Catch::Contains("efa"));
+  doc["transport"] = "plugin";  // the transport before EFA and TCPXO were told apart
+  CHECK_THROWS_WITH(topology_from_json(doc, "bad.json"), Catch::Contains("plugin") && Catch::Contains("tcpxo"));
+  doc["transport"] = "efa";
+  doc["efa_generation"] = 7;
+  CHECK_THROWS_WITH(topology_from_json(doc, "bad.json"), Catch::Contains("efa_generation") && Catch::Contains("7"));
+  doc["transport"] = "rdma";
+  CHECK_THROWS_WITH(topology_from_json(doc, "bad.json"), Catch::Contains("efa_generation") && Catch::Contains("efa"));
+  doc.erase("efa_generation");
+  doc["transport"] = "socket";
+  doc["gpudirect"] = false;
+  CHECK_THROWS_WITH(topology_from_json(doc, "bad.json"), Catch::Contains("gpudirect"));
   // GeForce GPUs have no PCIe peer-to-peer: their cluster hosts stage GPU-to-GPU traffic through a host bridge.
   CHECK_FALSE(preset_topology("1x4xRTX4090-1x100G").p2p);
   CHECK(preset_topology("2x2xL40S-1x400G").p2p);
