@@ -35,6 +35,33 @@ def test_unparseable_log(lgreco, tmp_path):
     assert not (tmp_path / "f.json").exists()
 
 
+def test_plugin_transports_in_cluster_specs_and_their_json(lgreco, tmp_path):
+    """EFA (generation from the GPU or named), TCPXO and NICs without GPUDirect RDMA: shown by `net
+    topology`, kept through its JSON, and a different prediction from RDMA at the same line rate."""
+    shown = {spec: lgreco("net", "topology", spec, check=True).stdout.splitlines()[0]
+             for spec in ("2x8xV100-1x100G-efa-nogdr", "2x8xA100-4x100G-efa", "2x8xH200-16x200G-efa3", "2x8xH100-8x200G-tcpxo")}
+    assert "transport efa v1 without GPUDirect RDMA" in shown["2x8xV100-1x100G-efa-nogdr"]
+    assert "transport efa v1," in shown["2x8xA100-4x100G-efa"]
+    assert "transport efa v3," in shown["2x8xH200-16x200G-efa3"]
+    assert "transport tcpxo," in shown["2x8xH100-8x200G-tcpxo"]
+    doc = json.loads(lgreco("net", "topology", "2x8xV100-1x100G-efa-nogdr", "--format", "json", check=True).stdout)
+    assert (doc["transport"], doc["efa_generation"], doc["gpudirect"]) == ("efa", 1, False)
+    for key in ("bottlenecks", "nic_sharing", "provenance"):
+        doc.pop(key)
+    doc["kind"] = "lgreco-topology"
+    f = tmp_path / "p3dn.json"
+    f.write_text(json.dumps(doc))
+    assert "transport efa v1 without GPUDirect RDMA" in lgreco("net", "topology", f, check=True).stdout
+
+    def time_us(spec):
+        p = lgreco("net", "predict", "--topology", spec, "--sizes", "1G", "--format", "json", check=True)
+        return json.loads(p.stdout)["rows"][0]["time_us"]
+    # 4 hosts of 8 A100 with 4 x 100 Gb/s: network-bound at 1 GiB. The corpus: EFA v1 reaches less of the
+    # line rate than RDMA verbs, and staging through host memory less again.
+    rdma, efa, nogdr = time_us("4x8xA100-4x100G"), time_us("4x8xA100-4x100G-efa"), time_us("4x8xA100-4x100G-efa-nogdr")
+    assert rdma < efa < nogdr
+
+
 def test_bad_topology_files(lgreco, tmp_path):
     doc = {"schema_version": 1, "kind": "lgreco-topology", "name": "x", "gpu": "A100",
            "nodes": [{"id": "g0", "kind": "gpu"}, {"id": "g1", "kind": "gpu"}, {"id": "g2", "kind": "gpu"}],
