@@ -21,17 +21,11 @@ int net_class(Transport t) {
   return kRdmaClass;
 }
 
-// EFA v1, v2 and v4, TCPXO (CorpusConstants::plugin); nullptr for the other transports and EFA v3 (no
-// measurement: the shared plugin values).
+// The plugin transports' factors (nullptr for RDMA and sockets).
 const PluginFactors* plugin_factors(const CorpusConstants& k, const Topology& t) {
-  if (t.transport == Transport::kTcpxo) return &k.plugin[3];
-  if (t.transport != Transport::kEfa) return nullptr;
-  switch (t.efa_generation) {
-    case 1: return &k.plugin[0];
-    case 2: return &k.plugin[1];
-    case 4: return &k.plugin[2];
-    default: return nullptr;
-  }
+  if (t.transport == Transport::kTcpxo) return &k.tcpxo;
+  if (t.transport == Transport::kEfa) return &k.efa.at(t.efa_generation - 1);
+  return nullptr;
 }
 
 }  // namespace
@@ -62,8 +56,9 @@ const CorpusConstants& corpus_constants() {
     // 30.5 GB/s algbw, 4 nodes 29.6 GB/s busbw), p4de, and p3dn with η_nogdr; v2: p5 (16 GiB at 260 GB/s algbw
     // on 32 x 100 Gb/s, 8 B-16 MiB in 65-298 µs); v4: p6-b200 4 nodes ≥ 1 GiB (381 GB/s busbw on 8 x 400 Gb/s,
     // 95 % of the line rate) and 16-256 MiB; TCPXO: a3mega (≥ 1 GiB 159-181 of 200 GB/s, LL to 16 MiB).
-    c.plugin = {PluginFactors{0.789226, 1.2016, 2.36309}, PluginFactors{0.743133, 0.563382, 0.391198},
-                PluginFactors{1.09235, 1.67226, 0.459357}, PluginFactors{1.06206, 1.07381, 2.79257}};
+    c.efa = {PluginFactors{0.789226, 1.2016, 2.36309}, PluginFactors{0.743133, 0.563382, 0.391198}, PluginFactors{},
+             PluginFactors{1.09235, 1.67226, 0.459357}};
+    c.tcpxo = {1.06206, 1.07381, 2.79257};
     // Without GPUDirect RDMA (p3dn, EFA v1): 2.5-8.8 GB/s busbw on one 100 Gb/s NIC across the three p3dn files.
     c.nogdr_efficiency = 0.422753;
     // Single-host small rows: h200/p6-b200 pytorch ≤ 1 MiB, a100-dgx 32-128 KiB, v100 and rtx4090 ≤ 64 KiB.
@@ -142,12 +137,14 @@ const std::vector<ConstantDef>& corpus_constant_defs() {
     }
     // EFA's (by generation) and TCPXO's factors on the plugin class: centred on 1 (σ 0.5, a factor 1.65
     // either way), so a plugin held out or barely measured is predicted by the others' constants.
-    const char* pl[] = {"efa1", "efa2", "efa4", "tcpxo"};
-    for (int i = 0; i < kNumPlugins; ++i) {
-      add(std::string(pl[i]) + "_eta_factor", "", 1, 1.0, 0.5, 0.2, 5, [i](CorpusConstants& c) -> double& { return c.plugin[i].eta; });
-      add(std::string(pl[i]) + "_hop_ll_factor", "", 1, 1.0, 0.5, 0.05, 20, [i](CorpusConstants& c) -> double& { return c.plugin[i].hop_ll; });
-      add(std::string(pl[i]) + "_hop_pipe_factor", "", 1, 1.0, 0.5, 0.05, 20, [i](CorpusConstants& c) -> double& { return c.plugin[i].hop_pipe; });
-    }
+    auto add_factors = [&add](const std::string& name, std::function<PluginFactors&(CorpusConstants&)> of) {
+      add(name + "_eta_factor", "", 1, 1.0, 0.5, 0.2, 5, [of](CorpusConstants& c) -> double& { return of(c).eta; });
+      add(name + "_hop_ll_factor", "", 1, 1.0, 0.5, 0.05, 20, [of](CorpusConstants& c) -> double& { return of(c).hop_ll; });
+      add(name + "_hop_pipe_factor", "", 1, 1.0, 0.5, 0.05, 20, [of](CorpusConstants& c) -> double& { return of(c).hop_pipe; });
+    };
+    for (int g : kMeasuredEfaGenerations)
+      add_factors("efa" + std::to_string(g), [g](CorpusConstants& c) -> PluginFactors& { return c.efa[g - 1]; });
+    add_factors("tcpxo", [](CorpusConstants& c) -> PluginFactors& { return c.tcpxo; });
     // Without GPUDirect RDMA NCCL copies through a host bounce buffer: an extra PCIe crossing per transfer
     // (prior: a third of the bandwidth lost; wide, the corpus sets it). An added per-step latency for it
     // came out 0.2 µs in the fit (the p3dn rows show none beyond EFA v1's) and is not a constant.

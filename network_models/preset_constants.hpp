@@ -27,7 +27,8 @@
 namespace lgreco::net {
 
 inline constexpr int kNumNetClasses = 3;  ///< rdma, plugin (EFA and TCPXO), socket
-inline constexpr int kNumPlugins = 4;     ///< EFA v1, v2 and v4 (the generations the corpus has), TCPXO
+/// The EFA generations the corpus has measurements of; the others keep factors of 1 (the shared values).
+inline constexpr std::array<int, 3> kMeasuredEfaGenerations{1, 2, 4};
 
 /// A plugin transport's factors on the shared plugin constants.
 struct PluginFactors {
@@ -40,7 +41,8 @@ struct CorpusConstants {
   std::array<double, kNumNetClasses> eta_net{1, 1, 1};  ///< network achieved fraction by network class
   std::array<double, kNumNetClasses> hop_ll_s{};        ///< LL latency per network step by network class
   std::array<double, kNumNetClasses> hop_pipe_s{};      ///< LL128/Simple latency per network step by network class
-  std::array<PluginFactors, kNumPlugins> plugin{};      ///< EFA v1, v2, v4 and TCPXO factors on the plugin class
+  std::array<PluginFactors, kMaxEfaGeneration> efa{};  ///< EFA's factors on the plugin class, by generation − 1
+  PluginFactors tcpxo{};                                ///< TCPXO's factors on the plugin class
   double nogdr_efficiency = 1;  ///< η_nogdr: factor on η_transport when the NICs have no GPUDirect RDMA
   double latency_scale = 1;      ///< s_lat on NCCL's base and intra-host hop latencies
   double ll_bandwidth = 1;       ///< m_LL on NCCL's LL bandwidth

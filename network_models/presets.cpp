@@ -148,7 +148,7 @@ Topology preset_topology(const std::string& name) {
       t.efa_generation = spec->plugin.size() > 4 ? spec->plugin[4] - '0' : default_efa_generation(t.gpu.name);
       if (t.efa_generation == 0)
         throw ConfigError("topology \"" + name + "\": no default EFA generation for " + t.gpu.name +
-                          " (only for the GPUs of AWS P instances); name it: -efa1 (p3dn, p4d), -efa2 (p5), -efa3 (p5en) or -efa4 (p6)");
+                          " (only for the GPUs of AWS P instances); name it with -efa1 .. -efa4, generation " + kEfaGenerationChoices);
     }
     t.nvls = t.gpu.compute_capability >= 90 && t.gpu.nvlinks > 0;
     t.p2p = t.gpu.p2p;

@@ -40,6 +40,8 @@ struct ClusterSpec {
 /// The EFA generation of the AWS instances with GPU `gpu_name` (V100 p3dn and A100 p4d/p4de: 1, H100/H200 p5/p5e:
 /// 2, B200 p6: 4); 0 for other GPUs (no default: the spec must name the generation).
 int default_efa_generation(const std::string& gpu_name);
+/// The EFA generations with their AWS instances, as error messages list them.
+inline constexpr const char* kEfaGenerationChoices = "1 (p3dn, p4d), 2 (p5), 3 (p5en) or 4 (p6)";
 /// Parses a cluster spec (nullopt when `name` is not one; the values are not yet validated).
 std::optional<ClusterSpec> parse_cluster_spec(const std::string& name);
 /// The spec's canonical name, e.g. "4x8xA100-4x100G" (the rate without trailing zeros).

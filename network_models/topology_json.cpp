@@ -83,7 +83,7 @@ Topology topology_from_json(const Json& j, const std::string& origin) {
     if (gen < 1 || gen > kMaxEfaGeneration)
       throw ConfigError(o.child("efa_generation") + ": " +
                         (o.has("efa_generation") ? std::to_string(gen) : "no default for " + t.gpu.name + " (only for the GPUs of AWS P instances)") +
-                        "; expected 1 (p3dn, p4d), 2 (p5), 3 (p5en) or 4 (p6)");
+                        "; expected " + kEfaGenerationChoices);
     t.efa_generation = gen;
   } else if (o.has("efa_generation")) {
     throw ConfigError(o.child("efa_generation") + ": applies to transport \"efa\" only");
