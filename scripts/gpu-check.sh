@@ -3,7 +3,8 @@
 # tests (ctest -L gpu, LGRECO_REQUIRE_GPU=1), the GPU benchmark with its measured device profile and
 # the torch.topk comparison; write everything and a summary into RESULTS_DIR.
 # Needs only what this repository carries plus nvcc, CMake, ninja and (for the comparison) PyTorch.
-# Every step is bounded with `timeout`; the whole run stays under 8 minutes.
+# Every step is bounded with `timeout`; the whole run stays under 8 minutes when the tests pass
+# (failed GPU tests rerun under compute-sanitizer until 330 s have passed, 40 s each at most).
 #   usage: scripts/gpu-check.sh RESULTS_DIR
 set -uo pipefail
 
@@ -42,6 +43,17 @@ else
 fi
 if [[ ${rc[build]} -eq 0 ]]; then
   step tests 130 ctest-gpu.log env LGRECO_REQUIRE_GPU=1 ctest --test-dir "$BUILD" -L gpu --output-on-failure --timeout 120
+  # A GPU test that failed runs once more under compute-sanitizer (memcheck), so that one session
+  # on the GPU machine brings back the faulting kernel and address along with the failure.
+  CS=$(command -v compute-sanitizer || ls "${CUDA_HOME:-/usr/local/cuda}"/{bin,compute-sanitizer}/compute-sanitizer 2>/dev/null | head -1)
+  if [[ ${rc[tests]} -ne 0 && -n $CS ]]; then
+    for t in $(sed -n 's/^[[:space:]]*[0-9]* - \(lgreco_gpu_[a-z_]*\) (.*/\1/p' "$RESULTS/ctest-gpu.log"); do
+      (( $(date +%s) - t0 < 330 )) || break   # leave the benchmarks their time
+      exe=$(find "$BUILD/tests" -type f -name "$t" | head -1)
+      [[ -n $exe ]] && step "memcheck-$t" 40 "memcheck-$t.log" env LGRECO_REQUIRE_GPU=1 \
+        "$CS" --tool memcheck --error-exitcode 99 "$exe"
+    done
+  fi
   step bench 90 bench.log "$BUILD/bench/gpu/lgreco_bench_gpu" --out "$RESULTS/bench.json" \
     --profile "$RESULTS/device-profile.json" --max-log2 "$MAX_LOG2"
 else
