@@ -18,8 +18,10 @@ namespace lgreco::kernels::cuda::detail {
 /// four consecutive elements); `op.code(x, stats, u)` encodes; `stats_of(i)` gives the scales of
 /// element i's bucket. Adds `op.elias_len(code)` to `elias` for each element whose code starts in
 /// this word (so that every element is counted once).
-template <class Op, class StatsOf>
-LGRECO_HD_INLINE std::uint32_t make_word(const Op& op, const float* x, std::uint64_t w, std::uint64_t lo,
+/// `x` is anything indexed by the element number: the gradient itself, or a bucket staged in shared
+/// memory behind an offset accessor.
+template <class Op, class X, class StatsOf>
+LGRECO_HD_INLINE std::uint32_t make_word(const Op& op, const X& x, std::uint64_t w, std::uint64_t lo,
                                          std::uint64_t hi, int bits, StatsOf stats_of, std::uint64_t seed,
                                          std::uint64_t stream, std::uint64_t& elias) {
   const std::uint64_t b = static_cast<std::uint64_t>(bits);

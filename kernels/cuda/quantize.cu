@@ -2,6 +2,8 @@
 
 #include <cuda_runtime.h>
 
+#include <cstdint>
+
 #include "kernels/cpu/quantize.hpp"
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/pack_word.hpp"
@@ -13,6 +15,10 @@ namespace detail {
 namespace {
 
 constexpr unsigned kBlock = 128;  // 16 groups of 8 lanes
+constexpr unsigned kWarpBlock = 128;  // 4 warps, one bucket each
+// Buckets up to this size take the warp kernel: 4 warps x 2113 slots = 33 KiB of shared memory
+// per block, under the 48 KiB a launch gets without opting in.
+constexpr std::uint32_t kWarpMaxBucket = 2048;
 
 __device__ __forceinline__ void add_elias(std::uint64_t e, unsigned long long* elias) {
   if (!elias) return;
@@ -53,6 +59,123 @@ __global__ void __launch_bounds__(kBlock) bucket_fused_kernel(Op op, const float
         words[w] = word;
       }
     }
+  }
+  add_elias(e, elias);
+}
+
+/// Element i of a bucket staged in shared memory from element `first` on (make_word's accessor).
+struct Staged {
+  PaddedSlice xs;
+  std::uint64_t first;
+  __device__ __forceinline__ float operator[](std::uint64_t i) const { return xs[i - first]; }
+};
+
+/// One whole code word of kBits-bit codes (kBits = 1, 2, 4 or 8: 32/kBits elements, a multiple of
+/// 4, all in the bucket) from the staged slice: the same codes, random draws and Elias count as
+/// make_word, unrolled, with one Philox block per 4 elements and no per-element range checks.
+/// `j` is the word's first element in the bucket (the word's elements must sit in consecutive
+/// slots: j % 32 + 32/kBits ≤ 32), `i0` the same element's index in the layer (a multiple of 4).
+template <int kBits, class Op>
+__device__ __forceinline__ std::uint32_t pack_whole_word(const Op& op, const PaddedSlice& xs, std::uint32_t j,
+                                                         std::uint64_t i0, const Stats& st, std::uint64_t seed,
+                                                         std::uint64_t stream, std::uint64_t& elias) {
+  constexpr int kPerWord = 32 / kBits;
+  const float* v = &xs[j];
+  std::uint32_t word = 0;
+#pragma unroll
+  for (int q = 0; q < kPerWord; q += 4) {
+    rng::Block blk{};
+    if (op.random()) blk = rng::block_at(seed, stream, (i0 + q) >> 2);
+#pragma unroll
+    for (int c = 0; c < 4; ++c) {
+      const float u = op.random() ? rng::word_to_unit_float(blk.v[c]) : 0.0f;
+      const std::uint32_t code = op.code(v[q + c], st, u);
+      word |= code << ((q + c) * kBits);
+      elias += op.elias_len(code);
+    }
+  }
+  return word;
+}
+
+/// Warp per bucket (buckets of at most kWarpMaxBucket elements): the warp copies its bucket into
+/// shared memory with coalesced (16-byte where aligned) loads, reduces it there (reduce_warp: the
+/// same order as the reference) and packs the bucket's code words, one word per lane at a time
+/// (words inside the bucket by pack_whole_word where the width allows, the rest by make_word).
+/// DRAM sees one read of x; the 8-lane fused kernel below left most of the bandwidth unused
+/// (0.15-0.20 of the copy bandwidth on an H200, docs/performance.md).
+template <class Op>
+__global__ void __launch_bounds__(kWarpBlock) bucket_warp_kernel(Op op, const float* __restrict__ x, std::uint64_t n,
+                                                                 std::uint32_t d, std::uint64_t nb, int bits,
+                                                                 std::uint32_t* __restrict__ words, float* __restrict__ s0,
+                                                                 float* __restrict__ s1, std::uint64_t seed,
+                                                                 std::uint64_t stream, unsigned long long* elias) {
+  extern __shared__ float staged_mem[];
+  const std::uint32_t lane = threadIdx.x & 31u;
+  const std::uint32_t warp = threadIdx.x >> 5;
+  constexpr std::uint32_t kWarps = kWarpBlock / 32;
+  const PaddedSlice xs{reinterpret_cast<float*>(staged_mem) + static_cast<std::uint64_t>(warp) * PaddedSlice::slots(d)};
+  // 16-byte loads when x is 16-byte aligned and d % 4 == 0 (then every bucket start is too); the
+  // four floats go to consecutive slots (a group of 4 never straddles a padding slot).
+  const bool vec = d % 4u == 0 && (reinterpret_cast<std::uintptr_t>(x) & 15u) == 0;
+  // Code widths whose words hold a whole number of Philox blocks take pack_whole_word.
+  const bool whole = bits == 1 || bits == 2 || bits == 4 || bits == 8;
+  std::uint64_t e = 0;
+  for (std::uint64_t b = static_cast<std::uint64_t>(blockIdx.x) * kWarps + warp; b < nb;
+       b += static_cast<std::uint64_t>(gridDim.x) * kWarps) {
+    const std::uint64_t start = b * d;
+    const std::uint32_t len = static_cast<std::uint32_t>(min(static_cast<std::uint64_t>(d), n - start));
+    const float* src = x + start;
+    std::uint32_t done = 0;
+    if (vec) {
+      done = len & ~3u;
+#pragma unroll 4
+      for (std::uint32_t j = lane; j < done / 4; j += 32) {
+        const float4 v = __ldcs(reinterpret_cast<const float4*>(src) + j);
+        float* dst = &xs[4 * j];
+        dst[0] = v.x;
+        dst[1] = v.y;
+        dst[2] = v.z;
+        dst[3] = v.w;
+      }
+    }
+    for (std::uint32_t j = done + lane; j < len; j += 32) xs[j] = __ldcs(src + j);
+    __syncwarp();
+    const Stats st = op.reduce_warp(xs, len, lane);
+    if (lane == 0) {
+      s0[b] = st.a;
+      if (s1) s1[b] = st.b;
+    }
+    const std::uint64_t end = start + len;
+    const std::uint64_t bit_lo = start * bits, bit_hi = end * bits;
+    const std::uint64_t w_end = (bit_hi + 31u) / 32u;
+    const Staged xv{xs, start};
+    for (std::uint64_t w = bit_lo / 32u + lane; w < w_end; w += 32) {
+      std::uint32_t word;
+      std::uint64_t i0 = 0;  // the word's first element in the layer and (j) in the bucket
+      std::uint32_t j = 0;
+      bool whole_word = false;
+      if (whole && w * 32u >= bit_lo && w * 32u + 32u <= bit_hi) {
+        i0 = w * 32u / static_cast<std::uint64_t>(bits);
+        j = static_cast<std::uint32_t>(i0 - start);
+        whole_word = (j & 31u) + 32u / static_cast<std::uint32_t>(bits) <= 32u;  // no padding slot inside
+      }
+      if (whole_word) {
+        switch (bits) {
+          case 1: word = pack_whole_word<1>(op, xs, j, i0, st, seed, stream, e); break;
+          case 2: word = pack_whole_word<2>(op, xs, j, i0, st, seed, stream, e); break;
+          case 4: word = pack_whole_word<4>(op, xs, j, i0, st, seed, stream, e); break;
+          default: word = pack_whole_word<8>(op, xs, j, i0, st, seed, stream, e); break;
+        }
+      } else {
+        word = make_word(op, xv, w, start, end, bits, [&](std::uint64_t) { return st; }, seed, stream, e);
+      }
+      if (word_shared(w, bit_lo, bit_hi, end == n)) {
+        atomicOr(words + w, word);
+      } else {
+        words[w] = word;
+      }
+    }
+    __syncwarp();  // the slice is refilled by the warp's next bucket
   }
   add_elias(e, elias);
 }
@@ -111,8 +234,9 @@ __global__ void bucket_decode_kernel(Op op, const std::uint8_t* __restrict__ cod
                                      const float* __restrict__ s1, std::uint64_t n, std::uint32_t d, int bits,
                                      float* __restrict__ out, const float* acc, float* residual) {
   const std::uint64_t stride = static_cast<std::uint64_t>(gridDim.x) * blockDim.x;
+  const bool narrow = n <= 0xFFFFFFFFu;  // 32-bit division (a 64-bit one is a long software routine)
   for (std::uint64_t i = static_cast<std::uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
-    const std::uint64_t b = d ? i / d : 0;
+    const std::uint64_t b = d == 0 ? 0 : narrow ? static_cast<std::uint32_t>(i) / d : i / d;
     const Stats st{s0[b], s1 ? s1[b] : 0.0f};
     const float v = op.decode(get_code(codes, i, bits), st);
     out[i] = v;
@@ -141,7 +265,15 @@ void encode(const Op& op, const float* x, std::uint64_t n, int d, int bits, std:
   auto* el = reinterpret_cast<unsigned long long*>(elias);
   const std::uint64_t nb = cpu::bucket_count(n, d);
   const std::uint64_t n_words = code_capacity_bytes(n, bits) / 4;
-  if (d <= kFusedMaxBucket) {
+  if (d <= static_cast<int>(kWarpMaxBucket)) {
+    // Words shared by two buckets are OR-ed by both warps into a zeroed buffer.
+    if (any_shared_words(static_cast<std::uint64_t>(d), bits, nb)) zero_on_device(codes, n_words * 4, s);
+    const unsigned grid = grid_for(nb, kWarpBlock / 32, max_blocks());
+    const std::size_t smem = (kWarpBlock / 32) * std::size_t{PaddedSlice::slots(static_cast<std::uint32_t>(d))} * sizeof(float);
+    bucket_warp_kernel<<<grid, kWarpBlock, smem, s>>>(op, x, n, static_cast<std::uint32_t>(d), nb, bits, words, s0, s1,
+                                                      seed, stream, el);
+    LGRECO_CUDA_CHECK_LAUNCH();
+  } else if (d <= kFusedMaxBucket) {
     // Words shared by two buckets are OR-ed by both groups into a zeroed buffer.
     if (any_shared_words(static_cast<std::uint64_t>(d), bits, nb)) zero_on_device(codes, n_words * 4, s);
     const unsigned grid = grid_for(nb, kBlock / 8, max_blocks());
