@@ -1,8 +1,10 @@
-// Device cost profiles: the shipped estimates load, are consistent, and time_s follows the model.
+// Device cost profiles: the shipped ones (estimated, and the H200 measured) load, are consistent, and
+// time_s follows the model.
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
 #include <filesystem>
+#include <string>
 
 #include "core/error.hpp"
 #include "kernels/method_json.hpp"
@@ -10,7 +12,7 @@
 using namespace lgreco;
 using namespace lgreco::kernels;
 
-TEST_CASE("estimated device profiles load and evaluate the stated model", "[profile]") {
+TEST_CASE("shipped device profiles load and evaluate the stated model", "[profile]") {
   const char* src = std::getenv("LGRECO_SOURCE_DIR");
   REQUIRE(src != nullptr);
   for (const char* dev : {"a100", "h100", "h200", "b200"}) {
@@ -18,7 +20,8 @@ TEST_CASE("estimated device profiles load and evaluate the stated model", "[prof
     const DeviceProfile p = load_profile(path.string());
     CAPTURE(dev);
     CHECK(p.device == dev);
-    CHECK(p.estimate);
+    // The H200 profile is measured (scripts/gpu-check.sh); the others are estimates from HBM peaks.
+    CHECK(p.estimate == (std::string(dev) != "h200"));
     for (const char* m : {"none", "fp16", "bf16", "powersgd", "topk", "randomk", "qsgd", "maxmin", "sign", "terngrad", "nuqsgd"}) {
       CAPTURE(m);
       REQUIRE(p.methods.count(m) == 1);
