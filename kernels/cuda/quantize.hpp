@@ -12,13 +12,16 @@
 ///   one device float.
 /// - input must be finite (the Compressor checks on the host).
 ///
-/// Algorithm: a group of 8 lanes per bucket (buckets ≤ kFusedMaxBucket elements) reduces the
-/// bucket (min/max in any order; sums in double over the reference's 8 interleaved partials, lane
-/// k of the group owning partial k, combined by the same pairwise tree), then packs the bucket's
-/// 32-bit code words; the second read of the bucket is served by L1/L2, so DRAM sees one read of x
-/// and one write of the codes: 4 + b/8 + (4 or 8)/d bytes per element. Words shared by two buckets
-/// (b·d not a multiple of 32) are OR-ed atomically into a zeroed buffer. Larger buckets use a
-/// stats kernel (one group per bucket, same order) followed by a word-parallel packing kernel.
+/// Algorithm: buckets of up to 2048 elements (the defaults, 512 and 1024) take a warp each: the
+/// warp stages the bucket in shared memory (coalesced loads, one padding slot per 32 elements so
+/// that lanes packing different words read different banks), reduces it there (min/max over 32
+/// lanes in any order; sums in double over the reference's 8 interleaved partials on lanes 0-7,
+/// combined by the same pairwise tree) and packs the bucket's 32-bit code words, one per lane. DRAM
+/// sees one read of x and one write of the codes: 4 + b/8 + (4 or 8)/d bytes per element. Buckets
+/// up to kFusedMaxBucket take a group of 8 lanes (same orders; the second read from L1/L2). Words
+/// shared by two buckets (b·d not a multiple of 32) are OR-ed atomically into a zeroed buffer.
+/// Larger buckets use a stats kernel (one group per bucket, same order) followed by a word-parallel
+/// packing kernel. Measured on an H200: docs/performance.md.
 /// TernGrad: a max-|x| reduction (order free) then the word-parallel packing kernel.
 ///
 /// Decompression is one thread per element; with an `EfFuse` it also writes the error-feedback
