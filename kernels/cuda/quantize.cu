@@ -26,6 +26,21 @@ __device__ __forceinline__ void add_elias(std::uint64_t e, unsigned long long* e
   if ((threadIdx.x & 31u) == 0 && e) atomicAdd(elias, static_cast<unsigned long long>(e));
 }
 
+__device__ __forceinline__ void store_scales(const Stats& st, std::uint64_t b, float* s0, float* s1) {
+  s0[b] = st.a;
+  if (s1) s1[b] = st.b;
+}
+
+/// Stores code word w of the bucket covering bits [bit_lo, bit_hi): OR-ed when a neighbour shares it.
+__device__ __forceinline__ void store_word(std::uint32_t* words, std::uint64_t w, std::uint32_t word,
+                                           std::uint64_t bit_lo, std::uint64_t bit_hi, bool last_bucket) {
+  if (word_shared(w, bit_lo, bit_hi, last_bucket)) {
+    atomicOr(words + w, word);
+  } else {
+    words[w] = word;
+  }
+}
+
 /// Single pass: a group of 8 lanes reduces its bucket, then packs the bucket's code words.
 template <class Op>
 __global__ void __launch_bounds__(kBlock) bucket_fused_kernel(Op op, const float* __restrict__ x, std::uint64_t n,
@@ -43,21 +58,14 @@ __global__ void __launch_bounds__(kBlock) bucket_fused_kernel(Op op, const float
     const std::uint32_t len = valid ? static_cast<std::uint32_t>(min(static_cast<std::uint64_t>(d), n - start)) : 0u;
     const Stats st = op.reduce(x, start, len, lane8);  // every lane takes part in the shuffles
     if (!valid) continue;
-    if (lane8 == 0) {
-      s0[b] = st.a;
-      if (s1) s1[b] = st.b;
-    }
+    if (lane8 == 0) store_scales(st, b, s0, s1);
     const std::uint64_t end = start + len;
     const std::uint64_t bit_lo = start * bits, bit_hi = end * bits;
     const std::uint64_t w_end = (bit_hi + 31u) / 32u;
     for (std::uint64_t w = bit_lo / 32u + lane8; w < w_end; w += 8) {
       const std::uint32_t word =
           make_word(op, x, w, start, end, bits, [&](std::uint64_t) { return st; }, seed, stream, e);
-      if (word_shared(w, bit_lo, bit_hi, end == n)) {
-        atomicOr(words + w, word);
-      } else {
-        words[w] = word;
-      }
+      store_word(words, w, word, bit_lo, bit_hi, end == n);
     }
   }
   add_elias(e, elias);
@@ -101,7 +109,7 @@ __device__ __forceinline__ std::uint32_t pack_whole_word(const Op& op, const Pad
 /// shared memory with coalesced (16-byte where aligned) loads, reduces it there (reduce_warp: the
 /// same order as the reference) and packs the bucket's code words, one word per lane at a time
 /// (words inside the bucket by pack_whole_word where the width allows, the rest by make_word).
-/// DRAM sees one read of x; the 8-lane fused kernel below left most of the bandwidth unused
+/// DRAM sees one read of x; the 8-lane fused kernel above left most of the bandwidth unused
 /// (0.15-0.20 of the copy bandwidth on an H200, docs/performance.md).
 template <class Op>
 __global__ void __launch_bounds__(kWarpBlock) bucket_warp_kernel(Op op, const float* __restrict__ x, std::uint64_t n,
@@ -141,10 +149,7 @@ __global__ void __launch_bounds__(kWarpBlock) bucket_warp_kernel(Op op, const fl
     for (std::uint32_t j = done + lane; j < len; j += 32) xs[j] = __ldcs(src + j);
     __syncwarp();
     const Stats st = op.reduce_warp(xs, len, lane);
-    if (lane == 0) {
-      s0[b] = st.a;
-      if (s1) s1[b] = st.b;
-    }
+    if (lane == 0) store_scales(st, b, s0, s1);
     const std::uint64_t end = start + len;
     const std::uint64_t bit_lo = start * bits, bit_hi = end * bits;
     const std::uint64_t w_end = (bit_hi + 31u) / 32u;
@@ -169,11 +174,7 @@ __global__ void __launch_bounds__(kWarpBlock) bucket_warp_kernel(Op op, const fl
       } else {
         word = make_word(op, xv, w, start, end, bits, [&](std::uint64_t) { return st; }, seed, stream, e);
       }
-      if (word_shared(w, bit_lo, bit_hi, end == n)) {
-        atomicOr(words + w, word);
-      } else {
-        words[w] = word;
-      }
+      store_word(words, w, word, bit_lo, bit_hi, end == n);
     }
     __syncwarp();  // the slice is refilled by the warp's next bucket
   }
@@ -193,10 +194,7 @@ __global__ void __launch_bounds__(kBlock) bucket_stats_kernel(Op op, const float
     const std::uint64_t start = valid ? b * d : 0;
     const std::uint32_t len = valid ? static_cast<std::uint32_t>(min(static_cast<std::uint64_t>(d), n - start)) : 0u;
     const Stats st = op.reduce(x, start, len, lane8);
-    if (valid && lane8 == 0) {
-      s0[b] = st.a;
-      if (s1) s1[b] = st.b;
-    }
+    if (valid && lane8 == 0) store_scales(st, b, s0, s1);
   }
 }
 
