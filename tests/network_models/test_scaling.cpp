@@ -7,6 +7,8 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <map>
+#include <string>
 
 #include "network_models/corpus_fit.hpp"
 #include "network_models/presets.hpp"
@@ -51,13 +53,28 @@ TEST_CASE("large-message bus bandwidth per NIC stays within the corpus range as 
   }
   REQUIRE(hi > 0);
   std::printf("\ncorpus busbw / NIC line rate per host (>= 1 GiB, multi-node): %.2f .. %.2f\n", lo, hi);
+  // Points above the observed range, with the reason (docs/network-model.md "Scaling properties"); the test
+  // fails if one comes back inside the range or another leaves it.
+  const std::map<std::string, std::string> known_above{
+      {"2x8xB200-8x400G-efa",
+       "EFA v4's efficiency comes from p6-b200's 4-node rows alone (busbw 0.95 of the line rate, the corpus' highest "
+       "beyond 2 hosts); on 2 hosts the NVLS tree halves the NIC traffic and the model gives 1.85x the line rate, above "
+       "the 1.74x of the 2-host B200 InfiniBand run (lambda-b200-ib); no 2-host p6-b200 table at >= 1 GiB was found"},
+  };
   for (const char* spec : {"x8xA100-4x200G", "x8xH100-8x400G", "x8xB200-8x400G-efa", "x8xH100-8x200G-tcpxo"}) {
     for (int nodes : {2, 3, 4, 8, 16, 32}) {
-      const Topology t = preset_topology(std::to_string(nodes) + spec);
+      const std::string name = std::to_string(nodes) + spec;
+      const Topology t = preset_topology(name);
       const double ratio = busbw_per_nic(t, t.gpus(), kLarge);
-      CAPTURE(spec, nodes, ratio);
+      CAPTURE(name, ratio);
       CHECK(ratio >= lo);
-      CHECK(ratio <= hi);
+      const auto known = known_above.find(name);
+      if (known == known_above.end()) {
+        CHECK(ratio <= hi);
+      } else {
+        INFO("listed as above the range: " << known->second);
+        CHECK(ratio > hi);
+      }
     }
   }
 }
