@@ -2,9 +2,13 @@
 #include "network_models/corpus_fit.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <exception>
+#include <mutex>
 #include <random>
 #include <set>
+#include <thread>
 
 #include "network_models/levenberg.hpp"
 
@@ -122,22 +126,41 @@ CorpusFit fit_corpus(const std::vector<const PreparedFile*>& files, int starts) 
 }
 
 std::vector<HeldOutSystem> leave_one_system_out(const std::vector<PreparedFile>& files, int starts) {
-  std::vector<HeldOutSystem> out;
-  for (const auto& system : corpus_systems(files)) {
-    std::vector<const PreparedFile*> train;
-    for (const auto& f : files)
-      if (f.file.system != system) train.push_back(&f);
-    HeldOutSystem h;
-    h.system = system;
-    h.constants = fit_corpus(train, starts).constants;
-    for (const auto& f : files) {
-      if (f.file.system != system) continue;
-      const auto pts = predict_file(f, h.constants);
-      h.points.insert(h.points.end(), pts.begin(), pts.end());
+  // One fit per system, independent of the others: they run on the machine's cores, each result in its
+  // system's slot, so the output is the same as one after the other.
+  const std::vector<std::string> systems = corpus_systems(files);
+  std::vector<HeldOutSystem> out(systems.size());
+  std::atomic<std::size_t> next{0};
+  std::mutex failed_mutex;
+  std::exception_ptr failed;
+  auto work = [&] {
+    for (std::size_t i; (i = next.fetch_add(1)) < systems.size();) {
+      try {
+        std::vector<const PreparedFile*> train;
+        for (const auto& f : files)
+          if (f.file.system != systems[i]) train.push_back(&f);
+        HeldOutSystem& h = out[i];
+        h.system = systems[i];
+        h.constants = fit_corpus(train, starts).constants;
+        for (const auto& f : files) {
+          if (f.file.system != systems[i]) continue;
+          const auto pts = predict_file(f, h.constants);
+          h.points.insert(h.points.end(), pts.begin(), pts.end());
+        }
+        h.errors = summarize(h.points);
+      } catch (...) {
+        const std::lock_guard<std::mutex> lock(failed_mutex);
+        if (!failed) failed = std::current_exception();
+        next.store(systems.size());
+      }
     }
-    h.errors = summarize(h.points);
-    out.push_back(std::move(h));
-  }
+  };
+  const std::size_t threads = std::min<std::size_t>(std::max(1u, std::thread::hardware_concurrency()), systems.size());
+  std::vector<std::thread> pool;
+  for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+  if (failed) std::rethrow_exception(failed);
   return out;
 }
 

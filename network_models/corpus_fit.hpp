@@ -78,7 +78,7 @@ struct HeldOutSystem {
   ErrorSummary errors;
 };
 
-/// Leave-one-system-out over every system of `files`.
+/// Leave-one-system-out over every system of `files`; the fits run on the machine's cores, the result in system order.
 std::vector<HeldOutSystem> leave_one_system_out(const std::vector<PreparedFile>& files, int starts = 24);
 
 /// Every system of `files` with its rows predicted by constants `k` (default: the shipped presets'), or each
