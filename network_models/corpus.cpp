@@ -63,7 +63,8 @@ CorpusFile parse_corpus(const std::string& text, const std::string& origin) {
   f.origin = origin;
   std::map<std::string, std::string*> keys{{"system", &f.system},       {"machine", &f.machine}, {"topology", &f.topology},
                                            {"nccl", &f.nccl},           {"source", &f.source},   {"derived", &f.derived},
-                                           {"command", &f.command},     {"partial", &f.partial}, {"not used", &f.not_used}};
+                                           {"command", &f.command},     {"partial", &f.partial}, {"not used", &f.not_used},
+                                           {"excluded", &f.excluded}};
   std::string benchmark, layout;
   std::istringstream in(text);
   std::string line;
@@ -90,8 +91,9 @@ CorpusFile parse_corpus(const std::string& text, const std::string& origin) {
         if (!it->second->empty()) throw InputError(where + ": key \"" + key + "\" given twice");
         *it->second = value;
       } else {
-        throw InputError(where + ": unknown key \"" + key +
-                         "\" (expected system, machine, topology, benchmark, gpus_per_process, nccl, source, derived, command, partial, not used)");
+        std::string expected = "benchmark, gpus_per_process";
+        for (const auto& [name, field] : keys) expected += ", " + name;
+        throw InputError(where + ": unknown key \"" + key + "\" (expected " + expected + ")");
       }
       continue;
     }

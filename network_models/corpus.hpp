@@ -11,7 +11,9 @@
 ///   nccl              NCCL version as published, or "not stated"
 ///   source            where the figures were published (URL / repository, path and commit / issue)
 ///   derived           how time_us was obtained from the published figure
-/// (required), and command, partial, not used (optional); the first line may be a comment without a key.
+/// (required), and command, partial, not used, excluded (optional); the first line may be a comment without a
+/// key. "excluded" gives the reason a published file is kept out of the fit: such files live in the corpus'
+/// excluded/ folder, which load_corpus_dir does not read (tests/network_models/test_corpus.cpp holds both).
 /// Then the header "collective ranks size_bytes time_us published" (tabs) and one row per measurement:
 /// collective (allreduce, allgather, reducescatter, broadcast), ranks, size in nccl-tests' convention,
 /// time in µs, and the published figure(s) as key=value pairs separated by ';' (time_us=, busbw_GBps=,
@@ -40,7 +42,7 @@ struct CorpusRow {
 /// One corpus file.
 struct CorpusFile {
   std::string origin;  ///< path as read
-  std::string system, machine, topology, nccl, source, derived, command, partial, not_used;
+  std::string system, machine, topology, nccl, source, derived, command, partial, not_used, excluded;
   Benchmark benchmark = Benchmark::kNcclTests;
   bool one_process_per_host = false;  ///< gpus_per_process: node
   std::vector<CorpusRow> rows;

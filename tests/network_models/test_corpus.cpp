@@ -42,6 +42,8 @@ TEST_CASE("corpus files read, name their source and resolve every row's topology
     CHECK(f.source.rfind("https://", 0) == 0);
     CHECK_FALSE(f.nccl.empty());
     CHECK_FALSE(f.derived.empty());
+    INFO("a file kept out of the fit belongs in excluded/");
+    CHECK(f.excluded.empty());
   }
   // Issue 13 asks for at least 8 systems.
   CHECK(systems.size() >= 8);
@@ -51,8 +53,23 @@ TEST_CASE("corpus files read, name their source and resolve every row's topology
     for (const auto& r : p.file.rows) CHECK(p.embeddings.count(r.ranks) == 1);
 }
 
+TEST_CASE("files kept out of the fit say why, read and resolve like the corpus", "[corpus]") {
+  const auto excluded = load_corpus_dir(testing::corpus_dir() / "excluded");
+  std::set<std::string> fitted;
+  for (const auto& f : load_corpus_dir(testing::corpus_dir())) fitted.insert(f.system);
+  for (const auto& p : prepare_corpus(excluded)) {
+    CAPTURE(p.file.origin);
+    CHECK_FALSE(p.file.excluded.empty());
+    CHECK(p.file.source.rfind("https://", 0) == 0);
+    CHECK(fitted.count(p.file.system) == 0);
+    for (const auto& r : p.file.rows) CHECK(p.embeddings.count(r.ranks) == 1);
+  }
+}
+
 TEST_CASE("corpus times follow from the published figures", "[corpus]") {
-  for (const auto& f : load_corpus_dir(testing::corpus_dir())) {
+  auto files = load_corpus_dir(testing::corpus_dir());
+  for (auto& f : load_corpus_dir(testing::corpus_dir() / "excluded")) files.push_back(std::move(f));
+  for (const auto& f : files) {
     for (const auto& r : f.rows) {
       CAPTURE(f.origin, r.line, r.published);
       // nccl-tests convention (PERFORMANCE.md): algbw = S / t, busbw = algbw · factor.
