@@ -73,6 +73,31 @@ ErrorSummary summarize(const std::vector<ValidationPoint>& points) {
   return s;
 }
 
+bool within_bar(const ValidationPoint& p) { return std::abs(p.error()) <= (p.row.size_bytes >= kMiB ? kLargeBar : kSmallBar); }
+
+double upper_median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  const auto mid = values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2);
+  std::nth_element(values.begin(), mid, values.end());
+  return *mid;
+}
+
+CorpusTotals corpus_totals(const std::vector<SystemValidation>& validated) {
+  CorpusTotals t;
+  std::vector<double> abs_log;
+  for (const auto& v : validated) {
+    ++t.systems;
+    if (v.meets_bars()) ++t.systems_within;
+    for (const auto& [f, p] : v.points) {
+      ++t.rows;
+      if (within_bar(p)) ++t.rows_within;
+      abs_log.push_back(std::abs(std::log(p.predicted_s / p.row.time_s)));
+    }
+  }
+  t.median_abs_log = upper_median(std::move(abs_log));
+  return t;
+}
+
 std::vector<std::string> corpus_systems(const std::vector<PreparedFile>& files) {
   std::set<std::string> s;
   for (const auto& f : files) s.insert(f.file.system);

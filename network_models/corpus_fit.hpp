@@ -92,6 +92,19 @@ struct SystemValidation {
 std::vector<SystemValidation> validate_corpus(const std::vector<PreparedFile>& files, bool holdout,
                                              const CorpusConstants& k = corpus_constants());
 
+/// Whether one point is within its bar: |error| ≤ kLargeBar at ≥ 1 MiB, ≤ kSmallBar below.
+bool within_bar(const ValidationPoint& p);
+
+/// Corpus-wide figures of a validation (what docs/network-model.md quotes): rows, rows within their
+/// bar, the median |ln(pred/meas)| (the upper median of an even count), systems, systems within both bars.
+struct CorpusTotals {
+  int rows = 0, rows_within = 0, systems = 0, systems_within = 0;
+  double median_abs_log = 0;
+};
+CorpusTotals corpus_totals(const std::vector<SystemValidation>& validated);
+/// The same median for bare |ln(pred/meas)| values (0 when empty).
+double upper_median(std::vector<double> values);
+
 /// The systems of `files`, sorted.
 std::vector<std::string> corpus_systems(const std::vector<PreparedFile>& files);
 

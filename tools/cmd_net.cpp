@@ -197,7 +197,8 @@ int validate_corpus_dir(const std::string& dir, bool holdout, bool refit, Format
                 holdout ? "leave-one-system-out (fit without the system, predict it)" : refit ? "refitted constants" : "presets",
                 "system", ">=1MiB_%", "at_size", "ranks", "<1MiB_%", "at_size", "ranks");
   }
-  for (const auto& v : net::validate_corpus(files, holdout, k)) {
+  const auto validated = net::validate_corpus(files, holdout, k);
+  for (const auto& v : validated) {
     for (const auto& [f, p] : v.points) {
       rows.push_back({{"system", v.system}, {"file", std::filesystem::path(f->file.origin).filename().string()},
                       {"benchmark", f->file.benchmark == net::Benchmark::kPytorch ? "pytorch" : "nccl-tests"},
@@ -216,10 +217,16 @@ int validate_corpus_dir(const std::string& dir, bool holdout, bool refit, Format
                   s.worst_small ? s.worst_small->row.size_bytes : 0.0, s.worst_small ? s.worst_small->row.ranks : 0, v.meets_bars() ? "" : "  (misses the bars)");
     }
   }
+  const net::CorpusTotals t = net::corpus_totals(validated);
+  if (fmt != Format::kJson)
+    std::printf("systems within the bars: %d of %d; rows within their bar: %d of %d; median |ln(pred/meas)| %.3f\n", t.systems_within,
+                t.systems, t.rows_within, t.rows, t.median_abs_log);
   if (fmt == Format::kJson) {
+    const Json totals{{"systems", t.systems}, {"systems_within_bars", t.systems_within}, {"rows", t.rows},
+                      {"rows_within_bars", t.rows_within}, {"median_abs_log_error", t.median_abs_log}};
     std::cout << Json{{"schema_version", 1}, {"kind", "lgreco-net-validate-corpus"}, {"mode", mode}, {"constants", constants},
                       {"bars_pct", {{"at_least_1MiB", 100 * net::kLargeBar}, {"below_1MiB", 100 * net::kSmallBar}}},
-                      {"systems", systems}, {"rows", rows}, {"provenance", provenance_json({})}}
+                      {"systems", systems}, {"totals", totals}, {"rows", rows}, {"provenance", provenance_json({})}}
                      .dump(2)
               << "\n";
   }

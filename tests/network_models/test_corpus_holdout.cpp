@@ -175,10 +175,39 @@ TEST_CASE("the presets are closer to the corpus than NCCL's own constants", "[ho
       nccl.push_back(std::abs(std::log(t / r.time_s)));
     }
   }
-  auto median = [](std::vector<double> v) {
-    std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
-    return v[v.size() / 2];
-  };
-  std::printf("\nmedian |ln(pred/meas)| over %zu corpus rows: presets %.3f, NCCL's constants %.3f\n", preset.size(), median(preset), median(nccl));
-  CHECK(median(preset) < median(nccl));
+  std::printf("\nmedian |ln(pred/meas)| over %zu corpus rows: presets %.3f, NCCL's constants %.3f\n", preset.size(), upper_median(preset),
+              upper_median(nccl));
+  CHECK(upper_median(preset) < upper_median(nccl));
+}
+
+TEST_CASE("corpus totals count the rows, bars and systems of a validation", "[holdout]") {
+  const auto files = corpus();
+  const auto validated = validate_corpus(files, false);
+  const CorpusTotals t = corpus_totals(validated);
+  std::size_t rows = 0;
+  for (const auto& f : files) rows += f.file.rows.size();
+  CHECK(t.rows == static_cast<int>(rows));
+  CHECK(t.systems == static_cast<int>(corpus_systems(files).size()));
+  // Recount from the predictions of every file with the bars written out.
+  int within = 0, systems_within = 0;
+  std::vector<double> abs_log;
+  for (const auto& system : corpus_systems(files)) {
+    bool meets = true;
+    for (const auto& f : files) {
+      if (f.file.system != system) continue;
+      for (const auto& p : predict_file(f, corpus_constants())) {
+        const double bar = p.row.size_bytes >= 1048576.0 ? 0.20 : 0.40, e = std::abs(p.predicted_s / p.row.time_s - 1);
+        within += e <= bar;
+        meets = meets && e <= bar;
+        abs_log.push_back(std::abs(std::log(p.predicted_s / p.row.time_s)));
+      }
+    }
+    systems_within += meets;
+  }
+  CHECK(t.rows_within == within);
+  CHECK(t.systems_within == systems_within);
+  std::sort(abs_log.begin(), abs_log.end());
+  CHECK(t.median_abs_log == Approx(abs_log[abs_log.size() / 2]).epsilon(1e-12));
+  CHECK(upper_median({}) == 0.0);
+  CHECK(upper_median({3.0, 1.0, 2.0, 4.0}) == 3.0);
 }

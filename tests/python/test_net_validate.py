@@ -3,6 +3,8 @@ import json
 import math
 import pathlib
 
+import pytest
+
 REPO = pathlib.Path(__file__).resolve().parents[2]
 CORPUS = REPO / "tests" / "data" / "network"
 
@@ -67,6 +69,13 @@ def test_validate_corpus_directory(lgreco):
     systems = {s["system"] for s in doc["systems"]}
     assert len(systems) >= 8 and systems == {r["system"] for r in doc["rows"]}
     assert len(doc["rows"]) == sum(len(data_rows(f)) for f in CORPUS.glob("*.tsv"))
+    # The totals the docs quote, recounted here from the rows and systems of the same document.
+    t = doc["totals"]
+    within = [abs(r["error_pct"]) <= (20.0 if r["size_bytes"] >= 1 << 20 else 40.0) for r in doc["rows"]]
+    assert t["rows"] == len(doc["rows"]) and t["rows_within_bars"] == sum(within)
+    assert t["systems"] == len(doc["systems"]) and t["systems_within_bars"] == sum(s["meets_bars"] for s in doc["systems"])
+    logs = sorted(abs(math.log(r["predicted_us"] / r["measured_us"])) for r in doc["rows"])
+    assert t["median_abs_log_error"] == pytest.approx(logs[len(logs) // 2], rel=1e-9)
     p = lgreco("net", "validate", CORPUS, "--topology", "dgx-a100")
     assert p.returncode == 2 and "corpus directory" in p.stderr
     p = lgreco("net", "validate", CORPUS / "a100-dgx-nccltests.tsv", "--holdout")
