@@ -264,13 +264,14 @@ int run_net_validate(const std::vector<std::string>& args) {
   std::optional<net::Topology> corpus_topology;
   net::Benchmark bench = net::Benchmark::kNcclTests;
   bool per_host = false;
-  std::string source;
+  std::string source, excluded;
   if (net::is_corpus_text(text)) {
     const net::CorpusFile f = net::parse_corpus(text, file);
     for (const auto& r : f.rows) rows.push_back({r.collective, r.ranks, r.size_bytes, r.time_s});
     bench = f.benchmark;
     per_host = f.one_process_per_host;
     source = f.source;
+    excluded = f.excluded;
     if (topology.empty()) corpus_topology = net::corpus_topology(f), topology = f.topology;
   } else {
     const net::NcclTestsRun run = net::parse_nccl_tests(text, printable(file));
@@ -335,7 +336,7 @@ int run_net_validate(const std::vector<std::string>& args) {
   if (fmt == Format::kJson) {
     const Json config{{"file", file}, {"topology", topology}, {"network_fit", fit.empty() ? Json(nullptr) : Json(fit)},
                       {"benchmark", bench == net::Benchmark::kPytorch ? "pytorch" : "nccl-tests"}, {"gpus_per_process", per_host ? "node" : "1"},
-                      {"source", source}};
+                      {"source", source}, {"excluded", excluded.empty() ? Json(nullptr) : Json(excluded)}};
     std::cout << Json{{"schema_version", 1},
                       {"kind", "lgreco-net-validate"},
                       {"rows", out_rows},
@@ -351,6 +352,7 @@ int run_net_validate(const std::vector<std::string>& args) {
     };
     line(">= 1 MiB", worst_large);
     line("< 1 MiB", worst_small);
+    if (!excluded.empty()) std::printf("kept out of the presets' fit: %s\n", excluded.c_str());
   }
   return 0;
 }

@@ -63,6 +63,19 @@ def test_validate_bad_input(lgreco, tmp_path):
     assert p.returncode == 1 and "bad.tsv" in p.stderr and "origin" in p.stderr
 
 
+def test_validate_excluded_file_says_why(lgreco):
+    # A file kept out of the fit (tests/data/network/excluded/) validates like any corpus file and
+    # repeats its reason; the fitted files carry none.
+    src = CORPUS / "excluded" / "aws-p5-eks-efa-nccltests.tsv"
+    reason = next(line for line in src.read_text().splitlines() if line.startswith("# excluded:"))[len("# excluded:"):].strip()
+    p = lgreco("net", "validate", src, check=True)
+    assert p.stdout.splitlines()[-1] == "kept out of the presets' fit: " + reason
+    doc = json.loads(lgreco("net", "validate", src, "--format", "json", check=True).stdout)
+    assert doc["config"]["excluded"] == reason and len(doc["rows"]) == len(data_rows(src))
+    doc = json.loads(lgreco("net", "validate", CORPUS / "a100-dgx-nccltests.tsv", "--format", "json", check=True).stdout)
+    assert doc["config"]["excluded"] is None
+
+
 def test_validate_corpus_directory(lgreco):
     doc = json.loads(lgreco("net", "validate", CORPUS, "--format", "json", check=True).stdout)
     assert doc["kind"] == "lgreco-net-validate-corpus" and doc["mode"] == "presets"
