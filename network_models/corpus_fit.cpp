@@ -8,6 +8,7 @@
 #include <mutex>
 #include <random>
 #include <set>
+#include <system_error>
 #include <thread>
 
 #include "network_models/levenberg.hpp"
@@ -182,7 +183,13 @@ std::vector<HeldOutSystem> leave_one_system_out(const std::vector<PreparedFile>&
   };
   const std::size_t threads = std::min<std::size_t>(std::max(1u, std::thread::hardware_concurrency()), systems.size());
   std::vector<std::thread> pool;
-  for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(work);
+  for (std::size_t t = 1; t < threads; ++t) {
+    try {
+      pool.emplace_back(work);
+    } catch (const std::system_error&) {
+      break;  // no more threads to be had: the ones started and this one share the systems
+    }
+  }
   work();
   for (auto& t : pool) t.join();
   if (failed) std::rethrow_exception(failed);
