@@ -76,6 +76,8 @@ ErrorSummary summarize(const std::vector<ValidationPoint>& points) {
 
 bool within_bar(const ValidationPoint& p) { return std::abs(p.error()) <= (p.row.size_bytes >= kMiB ? kLargeBar : kSmallBar); }
 
+bool ErrorSummary::meets_bars() const { return (!worst_large || within_bar(*worst_large)) && (!worst_small || within_bar(*worst_small)); }
+
 double upper_median(std::vector<double> values) {
   if (values.empty()) return 0;
   const auto mid = values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2);
@@ -194,14 +196,6 @@ std::vector<HeldOutSystem> leave_one_system_out(const std::vector<PreparedFile>&
   for (auto& t : pool) t.join();
   if (failed) std::rethrow_exception(failed);
   return out;
-}
-
-}  // namespace lgreco::net
-
-namespace lgreco::net {
-
-bool SystemValidation::meets_bars() const {
-  return std::abs(errors.large_error()) <= kLargeBar && std::abs(errors.small_error()) <= kSmallBar;
 }
 
 std::vector<SystemValidation> validate_corpus(const std::vector<PreparedFile>& files, bool holdout, const CorpusConstants& k) {

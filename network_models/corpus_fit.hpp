@@ -53,6 +53,7 @@ struct ErrorSummary {
   int large = 0, small = 0;  ///< point counts
   double large_error() const { return worst_large ? worst_large->error() : 0.0; }
   double small_error() const { return worst_small ? worst_small->error() : 0.0; }
+  bool meets_bars() const;  ///< every point within its bar (within_bar of the worst on each side)
 };
 ErrorSummary summarize(const std::vector<ValidationPoint>& points);
 
@@ -87,7 +88,7 @@ struct SystemValidation {
   std::string system;
   std::vector<std::pair<const PreparedFile*, ValidationPoint>> points;
   ErrorSummary errors;
-  bool meets_bars() const;  ///< |worst| within kLargeBar at >= 1 MiB and kSmallBar below
+  bool meets_bars() const { return errors.meets_bars(); }
 };
 std::vector<SystemValidation> validate_corpus(const std::vector<PreparedFile>& files, bool holdout,
                                              const CorpusConstants& k = corpus_constants());

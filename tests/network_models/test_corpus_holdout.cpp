@@ -97,7 +97,7 @@ TEST_CASE("leave-one-system-out: every system within the bars or listed with its
                 e.worst_small ? e.worst_small->row.size_bytes : 0.0, e.worst_small ? e.worst_small->row.ranks : 0);
   }
   for (const auto& h : held) {
-    const bool meets = std::abs(h.errors.large_error()) <= kLargeBar && std::abs(h.errors.small_error()) <= kSmallBar;
+    const bool meets = h.errors.meets_bars();
     CAPTURE(h.system, h.errors.large_error(), h.errors.small_error());
     const auto known = kKnownHeldOutMisses.find(h.system);
     if (known == kKnownHeldOutMisses.end()) {
