@@ -187,10 +187,15 @@ std::optional<Choice> CollectiveModel::evaluate(Collective c, Algorithm a, Proto
   if (!(size_bytes >= 0) || !std::isfinite(size_bytes)) throw InputError("collective size " + std::to_string(size_bytes) + " bytes is not a finite number >= 0");
   if (emb_.ranks <= 1) return Choice{a, p, 0, 0, kInf};
   const Entry& e = at(c, a, p);
-  if (!e.ok) return std::nullopt;
+  if (!e.ok || !p_.nccl_env.allows(c, a, p, size_bytes)) return std::nullopt;
   Choice ch{a, p, 0, e.latency_s, e.algbw_Bps};
   ch.time_s = size_bytes == 0 ? 0 : cost(p, e, size_bytes);
   return ch;
+}
+
+std::string CollectiveModel::no_algorithm(Collective c) const {
+  std::string m = std::string("no algorithm available for ") + to_string(c) + " on " + std::to_string(emb_.ranks) + " ranks";
+  return p_.nccl_env.restricted() ? m + " under " + p_.nccl_env.text : m;
 }
 
 Choice CollectiveModel::best(Collective c, double size_bytes) const {
@@ -205,11 +210,12 @@ Choice CollectiveModel::nccl_pick(Collective c, double size_bytes) const {
     for (int p = 0; p < kNumProtocols; ++p) {
       const Entry& e = tuning_[static_cast<int>(c)][a][p];
       if (!e.ok || !at(c, static_cast<Algorithm>(a), static_cast<Protocol>(p)).ok) continue;
+      if (!p_.nccl_env.allows(c, static_cast<Algorithm>(a), static_cast<Protocol>(p), size_bytes)) continue;
       const double t0 = e.latency_s + size_bytes / e.algbw_Bps;
       if (t0 < best_t) best_t = t0, best_a = a, best_p = p;
     }
   }
-  if (best_a < 0) throw ConfigError(std::string("no algorithm available for ") + to_string(c));
+  if (best_a < 0) throw ConfigError(no_algorithm(c));
   return *evaluate(c, static_cast<Algorithm>(best_a), static_cast<Protocol>(best_p), size_bytes);
 }
 
@@ -222,7 +228,7 @@ Choice CollectiveModel::fastest(Collective c, double size_bytes) const {
       if (ch && emb_.ranks <= 1) return *ch;
     }
   }
-  if (!best) throw ConfigError(std::string("no algorithm available for ") + to_string(c));
+  if (!best) throw ConfigError(no_algorithm(c));
   return *best;
 }
 

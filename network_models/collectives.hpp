@@ -62,22 +62,22 @@
 ///          latency tree_base + 2⌊log2 N⌋·hop(net)
 ///   NVLS and NVLS-tree are not held to the floor F (their kernels do not run the slice pipeline)
 ///   host_overhead_s: added to every call (a benchmark's host-side cost; 0 for the presets).
+///
+/// NCCL's environment (ModelParams::nccl_env, nccl_env.hpp): a pair the job's NCCL_ALGO, NCCL_PROTO,
+/// NCCL_NVLS_ENABLE or NCCL_TREE_THRESHOLD rules out is neither evaluated nor picked, by either
+/// selection rule (NCCL removes it from its own tuning table the same way).
 #include <array>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "network_models/topology.hpp"
+#include "network_models/algorithms.hpp"
 #include "network_models/cost.hpp"
+#include "network_models/nccl_env.hpp"
+#include "network_models/topology.hpp"
 
 namespace lgreco::net {
 
-/// Algorithms considered (kNvlsTree: NVLS inside hosts and a tree across them; corpus presets only).
-enum class Algorithm { kRing, kTree, kNvls, kHierarchical, kNvlsTree };
-inline constexpr int kNumAlgorithms = 5;
-/// NCCL protocols.
-enum class Protocol { kLL, kLL128, kSimple };
-inline constexpr int kNumProtocols = 3;
 inline constexpr int kNumClasses = 3;  ///< hop-latency classes: nvlink, pcie, net
 
 /// How the (algorithm, protocol) pair is chosen (see above).
@@ -116,6 +116,7 @@ struct ModelParams {
   bool tree_nic_aware = false;       ///< tree NIC traffic S per host and direction on 2 hosts, 2S beyond (else NCCL's ring bus)
   bool nvls_tree = false;            ///< offer NVLS-tree across hosts (NVLS GPUs, ≥ 5 per host, allreduce)
   double host_overhead_s = 0;        ///< added to every call: a benchmark's host-side cost (PyTorch, one process for many GPUs)
+  NcclEnv nccl_env;                  ///< the job's NCCL_ALGO / NCCL_PROTO / ... restrictions (nccl_env.hpp); none by default
 };
 
 /// NCCL's own constants (2.30.7, reference-network.md) for this topology at this rank count: the prior
@@ -174,6 +175,7 @@ class CollectiveModel {
   using Table = std::array<std::array<std::array<Entry, kNumProtocols>, kNumAlgorithms>, 4>;
   /// t(a, p, S) of the formula above for an entry (S > 0).
   double cost(Protocol p, const Entry& e, double size_bytes) const;
+  std::string no_algorithm(Collective c) const;  ///< the error when nothing is available
   void build(const ModelParams& p, Table& table) const;
 
   Embedding emb_;
@@ -197,8 +199,6 @@ class NetworkCost : public CollectiveCost {
   CollectiveModel model_;
 };
 
-const char* to_string(Algorithm a);
-const char* to_string(Protocol p);
 const char* to_string(Selection s);  ///< "fastest", "nccl-tuning"
 /// "fastest" or "nccl-tuning"; ConfigError otherwise.
 Selection parse_selection(const std::string& s);

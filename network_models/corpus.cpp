@@ -85,13 +85,17 @@ CorpusFile parse_corpus(const std::string& text, const std::string& origin) {
       const std::string key = trim(line.substr(2, colon - 2)), value = trim(line.substr(colon + 1));
       if (key == "benchmark") {
         benchmark = value;
+      } else if (key == "nccl_env") {
+        if (f.nccl_env.restricted()) throw InputError(where + ": key \"nccl_env\" given twice");
+        f.nccl_env = parse_nccl_env(value, where + ": nccl_env");
+        if (!f.nccl_env.restricted()) throw InputError(where + ": key \"nccl_env\" is empty");
       } else if (key == "gpus_per_process") {
         layout = value;
       } else if (auto it = keys.find(key); it != keys.end()) {
         if (!it->second->empty()) throw InputError(where + ": key \"" + key + "\" given twice");
         *it->second = value;
       } else {
-        std::string expected = "benchmark, gpus_per_process";
+        std::string expected = "benchmark, gpus_per_process, nccl_env";
         for (const auto& [name, field] : keys) expected += ", " + name;
         throw InputError(where + ": unknown key \"" + key + "\" (expected " + expected + ")");
       }

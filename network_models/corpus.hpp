@@ -43,6 +43,7 @@ struct CorpusRow {
 struct CorpusFile {
   std::string origin;  ///< path as read
   std::string system, machine, topology, nccl, source, derived, command, partial, not_used, excluded;
+  NcclEnv nccl_env;  ///< the run's NCCL_ALGO / NCCL_PROTO / ... (key "nccl_env"; nccl_env.hpp): predictions honour it
   Benchmark benchmark = Benchmark::kNcclTests;
   bool one_process_per_host = false;  ///< gpus_per_process: node
   std::vector<CorpusRow> rows;

@@ -16,11 +16,12 @@
 namespace lgreco::net {
 namespace {
 
-constexpr std::uint64_t kSeed = 20261313;
+constexpr std::uint64_t kCorpusFitSeed = 20261313;
 
 ModelParams row_params(const PreparedFile& f, const Embedding& e, const CorpusConstants& k, bool benchmark_terms) {
   ModelParams p = nccl_params(f.topology, e);
   apply_corpus_constants(p, f.topology, e, k);
+  p.nccl_env = f.file.nccl_env;
   if (benchmark_terms) p.host_overhead_s = benchmark_overhead_s(k, f.file.benchmark, f.file.gpus_per_process(e.ranks_per_host));
   return p;
 }
@@ -132,7 +133,7 @@ CorpusFit fit_corpus(const std::vector<const PreparedFile*>& files, int starts) 
     pb.lo.push_back(std::log(d.lo));
     pb.hi.push_back(std::log(d.hi));
   }
-  std::mt19937_64 gen(kSeed);
+  std::mt19937_64 gen(kCorpusFitSeed);
   CorpusFit best;
   best.objective = std::numeric_limits<double>::infinity();
   std::vector<double> best_x;

@@ -2,8 +2,9 @@
 /// Validation of the presets against the measurement corpus and the fit of their shared constants.
 ///
 /// Prediction of a corpus row: the preset model (default_params with constants k, collectives.hpp) for
-/// the file's topology at the row's rank count, fastest (algorithm, protocol), plus the benchmark terms
-/// of preset_constants.hpp when asked (the corpus rows are benchmark figures).
+/// the file's topology at the row's rank count, fastest (algorithm, protocol) among those the run's
+/// nccl_env allows, plus the benchmark terms of preset_constants.hpp when asked (the corpus rows are
+/// benchmark figures).
 /// Error of a row: predicted / measured − 1. Bars (issue 13): sizes ≥ 1 MiB and < 1 MiB separately.
 ///
 /// Corpus fit: the constants of corpus_constant_defs() minimise, over the rows of the files given,

@@ -14,7 +14,7 @@ namespace {
 constexpr double kCauchyScale = 0.05;  // ln-error at which a row's weight halves
 constexpr double kPriorWeight = 0.05;  // one prior σ costs as much as a 5 % error on one row
 constexpr int kStarts = 400;
-constexpr std::uint64_t kSeed = 20261202;
+constexpr std::uint64_t kCalibrationSeed = 20261202;
 
 /// One fitted parameter: its JSON name, unit factor (internal × factor = JSON), prior and bounds.
 struct ParamDef {
@@ -141,7 +141,7 @@ FitResult fit_model(const Topology& t, int ranks, Collective c, const std::vecto
   if (ranks < 2) throw InputError("calibration needs at least 2 ranks, got " + std::to_string(ranks));
   Problem pb(t, ranks, c, data, selection);
   const LmProblem lm = pb.lm();
-  std::mt19937_64 gen(kSeed);
+  std::mt19937_64 gen(kCalibrationSeed);
   std::vector<double> best_x;
   double best_f = std::numeric_limits<double>::infinity();
   for (int s = 0; s < kStarts; ++s) {

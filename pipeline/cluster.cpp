@@ -10,7 +10,8 @@
 
 namespace lgreco::pipeline {
 Cluster make_cluster(const std::string& topology, std::optional<int> nodes, std::optional<int> gpus_per_node,
-                     std::optional<double> inter_node_Bps, const Json* network_fit, const std::string& fit_origin) {
+                     std::optional<double> inter_node_Bps, const Json* network_fit, const std::string& fit_origin,
+                     const net::NcclEnv& nccl_env) {
   net::Topology base = net::resolve_topology(topology);
   const std::string base_name = base.name;
   std::string name = topology;
@@ -41,13 +42,15 @@ Cluster make_cluster(const std::string& topology, std::optional<int> nodes, std:
     if (l.cls == net::LinkClass::kNet) nic_Bps = l.bandwidth_Bps;
   }
   c.inter_node_Bps = c.nodes > 1 ? nic_Bps * base.nics_per_host() : 0.0;
-  const net::ModelParams params = network_fit ? net::params_from_fit(*network_fit, fit_origin, base, ranks, base_name)
-                                              : net::default_params(base, ranks);
+  net::ModelParams params = network_fit ? net::params_from_fit(*network_fit, fit_origin, base, ranks, base_name)
+                                        : net::default_params(base, ranks);
+  params.nccl_env = nccl_env;
   net::CollectiveModel model(base, ranks, params);
   c.cost = std::make_shared<net::NetworkCost>(std::move(model));
   c.description = Json{{"name", name},       {"nodes", c.nodes}, {"gpu", base.gpu.name}, {"gpus_per_node", c.gpus_per_node},
                        {"ranks", ranks}, {"inter_node_bandwidth_Gbps", units::Bps_to_gbps(c.inter_node_Bps)},
-                       {"network_fit", network_fit ? Json(fit_origin) : Json(nullptr)}};
+                       {"network_fit", network_fit ? Json(fit_origin) : Json(nullptr)},
+                       {"nccl_env", nccl_env.restricted() ? Json(nccl_env.text) : Json(nullptr)}};
   return c;
 }
 

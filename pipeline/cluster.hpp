@@ -9,6 +9,7 @@
 #include "core/json_util.hpp"
 #include "kernels/profile.hpp"
 #include "network_models/cost.hpp"
+#include "network_models/nccl_env.hpp"
 #include "network_models/topology.hpp"
 #include "planner/plan.hpp"
 
@@ -29,10 +30,11 @@ struct Cluster {
 /// overrides. Throws ConfigError naming the topology and the bad value.
 /// With `network_fit` (a document from `lgreco net calibrate`, read from `fit_origin`), the
 /// calibrated parameters replace NCCL's defaults; the fit must have been made for `topology`, and
-/// carries over to the clusters built from it with overrides.
+/// carries over to the clusters built from it with overrides. `nccl_env`: the job's NCCL_ALGO /
+/// NCCL_PROTO / ... restrictions (network_models/nccl_env.hpp), honoured by every collective cost.
 Cluster make_cluster(const std::string& topology, std::optional<int> nodes = std::nullopt,
                      std::optional<int> gpus_per_node = std::nullopt, std::optional<double> inter_node_Bps = std::nullopt,
-                     const Json* network_fit = nullptr, const std::string& fit_origin = "");
+                     const Json* network_fit = nullptr, const std::string& fit_origin = "", const net::NcclEnv& nccl_env = {});
 
 /// How step predictions charge compression kernel time.
 struct KernelTime {

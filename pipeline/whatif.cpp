@@ -20,7 +20,7 @@ std::vector<WhatIfPoint> whatif(const planner::Window& w, const planner::WindowP
   for (int n : grid.nodes) {
     for (double bw : grid.bandwidths_Bps) {
       throw_if_cancelled();
-      const Cluster c = make_cluster(grid.topology, n, grid.gpus_per_node, bw, grid.network_fit, grid.fit_origin);
+      const Cluster c = make_cluster(grid.topology, n, grid.gpus_per_node, bw, grid.network_fit, grid.fit_origin, grid.nccl_env);
       planner::PlanOptions o = opt;
       o.kernel_time = kernel_time_fn(grid.kernel_time, c);  // this point's GPU count
       const planner::WindowPlan p = time_aware ? planner::plan_window(w, o, c.cost.get()) : plan;

@@ -21,6 +21,7 @@ struct WhatIfGrid {
   std::optional<int> gpus_per_node;        ///< override of the topology's
   const Json* network_fit = nullptr;       ///< calibration of the base topology, carried to every point
   std::string fit_origin;
+  net::NcclEnv nccl_env;                   ///< the job's NCCL restrictions, at every point
   KernelTime kernel_time;
 };
 

@@ -125,12 +125,13 @@ int run_calibrate(const std::vector<std::string>& args) {
 }
 
 int run_predict(const std::vector<std::string>& args) {
-  std::string topology, fit, coll_s = "allreduce", sizes_s, ranks_s;
+  std::string topology, fit, coll_s = "allreduce", sizes_s, ranks_s, nccl_env;
   Format fmt;
   ArgParser p("lgreco net predict", "Predict collective times like nccl-tests prints them (size, time, algbw, busbw) with the "
                                     "algorithm and protocol the model picks.");
   p.option("--topology", &topology, "T", "preset, cluster spec or topology JSON", true)
       .option("--network-fit", &fit, "FILE", "calibration from `lgreco net calibrate`")
+      .option("--nccl-env", &nccl_env, "VARS", kNcclEnvHelp)
       .option("--collective", &coll_s, "C", "allreduce|allgather|reducescatter|broadcast (default allreduce)")
       .option("--sizes", &sizes_s, "SIZES", "MIN:MAX doubling (32K:16G) or a comma list of byte counts", true)
       .option("--ranks", &ranks_s, "N", "ranks (default: every GPU of the topology)")
@@ -139,11 +140,15 @@ int run_predict(const std::vector<std::string>& args) {
   const auto c = collective_option(coll_s);
   const auto sizes = parse_sizes(sizes_s);
   std::vector<std::filesystem::path> inputs;
-  const net::CollectiveModel m = resolve_model(topology, parse_ranks(ranks_s), fit, &inputs);
+  const net::CollectiveModel m = resolve_model(topology, parse_ranks(ranks_s), fit, &inputs, nullptr, nccl_env);
   Json rows = Json::array();
+  // Every size first: a size nothing is available for (an --nccl-env that leaves none) fails before any output.
+  std::vector<net::Choice> choices;
+  for (double s : sizes) choices.push_back(m.best(c, s));
   if (fmt != Format::kJson) std::printf("%14s %12s %10s %10s %-12s %-7s\n", "size_bytes", "time_us", "algbw_GBps", "busbw_GBps", "algorithm", "proto");
-  for (double s : sizes) {
-    const auto ch = m.best(c, s);
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    const double s = sizes[i];
+    const auto& ch = choices[i];
     const double algbw = ch.time_s > 0 ? s / ch.time_s / 1e9 : 0;
     const double busbw = algbw * m.busbw_factor(c);
     rows.push_back({{"size_bytes", s}, {"time_us", ch.time_s * 1e6}, {"algbw_GBps", algbw}, {"busbw_GBps", busbw},
@@ -154,7 +159,8 @@ int run_predict(const std::vector<std::string>& args) {
   }
   if (fmt == Format::kJson) {
     const Json config{{"topology", topology}, {"network_fit", fit.empty() ? Json(nullptr) : Json(fit)}, {"collective", lgreco::to_string(c)},
-                      {"ranks", m.ranks()}, {"hosts", m.embedding().hosts}, {"nccl_version", m.params().nccl_version}};
+                      {"ranks", m.ranks()}, {"hosts", m.embedding().hosts}, {"nccl_version", m.params().nccl_version},
+                      {"nccl_env", m.params().nccl_env.restricted() ? Json(m.params().nccl_env.text) : Json(nullptr)}};
     std::cout << Json{{"schema_version", 1}, {"kind", "lgreco-net-predict"}, {"rows", rows}, {"config", config},
                       {"provenance", provenance_json(inputs)}}.dump(2)
               << "\n";
@@ -234,7 +240,7 @@ int validate_corpus_dir(const std::string& dir, bool holdout, bool refit, Format
 }
 
 int run_net_validate(const std::vector<std::string>& args) {
-  std::string file, topology, ranks_s, coll_s, fit, bench_s, gpp_s;
+  std::string file, topology, ranks_s, coll_s, fit, bench_s, gpp_s, nccl_env_s;
   bool holdout = false, refit = false;
   Format fmt;
   ArgParser p("lgreco net validate", "Compare the model's predictions with measured collective times: a corpus file "
@@ -247,12 +253,13 @@ int run_net_validate(const std::vector<std::string>& args) {
       .option("--network-fit", &fit, "FILE", "validate a calibration from `lgreco net calibrate` instead of the preset (no benchmark terms: the fit holds them)")
       .option("--benchmark", &bench_s, "B", "nccl-tests or pytorch: adds PyTorch's per-call host cost (default: the file's; nccl-tests)")
       .option("--gpus-per-process", &gpp_s, "G", "1 or node: one process drives all GPUs of a host, nccl-tests -g N (default: the file's; 1)")
+      .option("--nccl-env", &nccl_env_s, "VARS", "the run's NCCL restrictions, e.g. 'NCCL_ALGO=Ring' (default: the corpus file's nccl_env; none)")
       .flag("--holdout", &holdout, "with a corpus directory: fit the presets' constants without each system and predict it")
       .flag("--refit", &refit, "with a corpus directory: fit the presets' constants on all its files, print them and predict with them")
       .format(&fmt);
   if (!p.parse(args)) return 0;
   if (std::error_code ec; std::filesystem::is_directory(file, ec)) {
-    if (!topology.empty() || !fit.empty() || !bench_s.empty() || !gpp_s.empty() || !ranks_s.empty() || !coll_s.empty())
+    if (!topology.empty() || !fit.empty() || !bench_s.empty() || !gpp_s.empty() || !ranks_s.empty() || !coll_s.empty() || !nccl_env_s.empty())
       throw UsageError("a corpus directory takes only --holdout, --refit and --format (each file names its topology and benchmark)");
     if (holdout && refit) throw UsageError("--holdout and --refit exclude each other (--holdout refits without each system)");
     return validate_corpus_dir(file, holdout, refit, fmt);
@@ -265,6 +272,7 @@ int run_net_validate(const std::vector<std::string>& args) {
   net::Benchmark bench = net::Benchmark::kNcclTests;
   bool per_host = false;
   std::string source, excluded;
+  net::NcclEnv env;
   if (net::is_corpus_text(text)) {
     const net::CorpusFile f = net::parse_corpus(text, file);
     for (const auto& r : f.rows) rows.push_back({r.collective, r.ranks, r.size_bytes, r.time_s});
@@ -272,6 +280,7 @@ int run_net_validate(const std::vector<std::string>& args) {
     per_host = f.one_process_per_host;
     source = f.source;
     excluded = f.excluded;
+    env = f.nccl_env;
     if (topology.empty()) corpus_topology = net::corpus_topology(f), topology = f.topology;
   } else {
     const net::NcclTestsRun run = net::parse_nccl_tests(text, printable(file));
@@ -289,6 +298,7 @@ int run_net_validate(const std::vector<std::string>& args) {
     if (gpp_s != "1" && gpp_s != "node") throw UsageError("--gpus-per-process " + gpp_s + ": expected 1 or node");
     per_host = gpp_s == "node";
   }
+  if (!nccl_env_s.empty()) env = nccl_env_option(nccl_env_s);
   std::vector<std::filesystem::path> inputs{file};
   const net::Topology t = corpus_topology ? *corpus_topology : net::resolve_topology(topology);
   if (std::error_code ec; !corpus_topology && std::filesystem::is_regular_file(topology, ec)) inputs.push_back(topology);
@@ -305,6 +315,7 @@ int run_net_validate(const std::vector<std::string>& args) {
     net::ModelParams params = fit.empty() ? net::default_params(t, e) : net::params_from_fit(fit_doc, fit, t, ranks);
     // A calibration was fitted on benchmark figures and so already holds their host cost.
     if (fit.empty()) params.host_overhead_s = net::benchmark_overhead_s(net::corpus_constants(), bench, per_host ? e.ranks_per_host : 1);
+    params.nccl_env = env;
     return models.emplace(ranks, net::CollectiveModel(e, t, params)).first->second;
   };
   Json out_rows = Json::array();
@@ -336,7 +347,8 @@ int run_net_validate(const std::vector<std::string>& args) {
   if (fmt == Format::kJson) {
     const Json config{{"file", file}, {"topology", topology}, {"network_fit", fit.empty() ? Json(nullptr) : Json(fit)},
                       {"benchmark", bench == net::Benchmark::kPytorch ? "pytorch" : "nccl-tests"}, {"gpus_per_process", per_host ? "node" : "1"},
-                      {"source", source}, {"excluded", excluded.empty() ? Json(nullptr) : Json(excluded)}};
+                      {"source", source}, {"excluded", excluded.empty() ? Json(nullptr) : Json(excluded)},
+                      {"nccl_env", env.restricted() ? Json(env.text) : Json(nullptr)}};
     std::cout << Json{{"schema_version", 1},
                       {"kind", "lgreco-net-validate"},
                       {"rows", out_rows},

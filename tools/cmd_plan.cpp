@@ -21,6 +21,7 @@
 #include "tools/args.hpp"
 #include "tools/command.hpp"
 #include "tools/loop_args.hpp"
+#include "tools/net_common.hpp"
 #include "tools/plan_report.hpp"
 #include "tools/ranks.hpp"
 
@@ -33,7 +34,7 @@ struct Flags {
   std::string tables, engine = "reference", alpha, error_budget, bytes_budget, time_budget, include, exclude;
   std::vector<std::string> pins;
   std::string min_rate, max_layer_error, warmup, seed = "0", buckets = "10000", grid = "1000", max_front = "20000";
-  std::string bandwidth, latency = "5us", forward, out, topology, network_fit;
+  std::string bandwidth, latency = "5us", forward, out, topology, network_fit, nccl_env;
   bool force = false, allow_infeasible = false;
   Format format = Format::kTable;
 };
@@ -226,6 +227,7 @@ int run_plan(const std::vector<std::string>& args) {
       .option("--topology", &f.topology, "NAME|FILE",
               "cluster for time predictions (the NCCL-shaped network model, e.g. 4x8xA100-1x25G)")
       .option("--network-fit", &f.network_fit, "FILE", "calibration of that topology from `lgreco net calibrate`")
+      .option("--nccl-env", &f.nccl_env, "VARS", kNcclEnvHelp)
       .option("--forward-time", &f.forward, "DURATION", "forward pass time before backward starts (default: half the backward time)")
       .option("--tables-out", &tables_out, "FILE", "with --trace: also write the candidate tables (HDF5 when FILE ends in .h5)")
       .option("--output", &f.out, "FILE", "write the schedule here (required with --trace)", false, "-o")
@@ -260,7 +262,7 @@ int run_plan(const std::vector<std::string>& args) {
   }
   const pipeline::KernelTime kernel_time = resolve_kernel_time(kt);
   std::optional<Json> fit_doc;
-  const std::optional<pipeline::Cluster> cluster = resolve_cluster(f.topology, f.network_fit, &fit_doc);
+  const std::optional<pipeline::Cluster> cluster = resolve_cluster(f.topology, f.network_fit, &fit_doc, f.nccl_env);
   if (!kt.profile.empty() && !cluster) throw UsageError("--kernel-profile needs --topology (kernel time only enters step predictions)");
   if (opt.engine == planner::Engine::kTime && !cluster && !opt.bandwidth_Bps)
     throw UsageError("--engine time needs --topology or --bandwidth (it minimises the predicted step time)");

@@ -29,7 +29,7 @@ Json comm_bytes(const planner::Window& w, const planner::PlanOptions& opt, const
 }
 
 int run_simulate(const std::vector<std::string>& args) {
-  std::string layers_path, preset, trace, topology, fit, method, schedule, phase_s, ranks_s, frac_s = "0.4";
+  std::string layers_path, preset, trace, topology, fit, method, schedule, phase_s, ranks_s, frac_s = "0.4", nccl_env;
   KernelTimeArgs kta;
   Format fmt;
   ArgParser p("lgreco simulate", "Simulate one data-parallel step (DDP buckets, one communication stream) on a network model and "
@@ -39,6 +39,7 @@ int run_simulate(const std::vector<std::string>& args) {
       .option("--layers", &layers_path, "FILE", "model tensors JSON {batch_per_gpu, tensors: [{name, shape, uses_per_sample}]}")
       .option("--topology", &topology, "T", "preset, cluster spec or topology JSON", true)
       .option("--network-fit", &fit, "FILE", "calibration from `lgreco net calibrate`")
+      .option("--nccl-env", &nccl_env, "VARS", kNcclEnvHelp)
       .option("--schedule", &schedule, "FILE", "schedule from `lgreco plan` (its methods and bucket plan)")
       .option("--phase", &phase_s, "K", "schedule phase index (default: the last phase)")
       .option("--method", &method, "M", "uniform method for every tensor, e.g. powersgd:rank=4 (default none)")
@@ -71,7 +72,7 @@ int run_simulate(const std::vector<std::string>& args) {
   }
   net::Topology t;
   const int ranks = ranks_s.empty() ? 0 : static_cast<int>(parse_int("--ranks", ranks_s));
-  net::NetworkCost cost(resolve_model(topology, ranks, fit, &inputs, &t));
+  net::NetworkCost cost(resolve_model(topology, ranks, fit, &inputs, &t, nccl_env));
   pipeline::ComputeOptions co;
   co.achieved_fraction = parse_double("--achieved-fraction", frac_s);
   if (!(co.achieved_fraction > 0 && co.achieved_fraction <= 1)) throw UsageError("--achieved-fraction " + frac_s + ": expected 0 < F <= 1");
@@ -123,7 +124,8 @@ int run_simulate(const std::vector<std::string>& args) {
     }
     const Json config{{"model", in.model}, {"trace", trace.empty() ? Json(nullptr) : Json(trace)},
                       {"layers", layers_path.empty() ? Json(nullptr) : Json(layers_path)}, {"topology", topology},
-                      {"network_fit", fit.empty() ? Json(nullptr) : Json(fit)}, {"schedule", sched_cfg},
+                      {"network_fit", fit.empty() ? Json(nullptr) : Json(fit)},
+                      {"nccl_env", cost.model().params().nccl_env.restricted() ? Json(cost.model().params().nccl_env.text) : Json(nullptr)}, {"schedule", sched_cfg},
                       {"method", schedule.empty() ? Json(method.empty() ? "none" : method) : Json(nullptr)}, {"ranks", n},
                       {"compute", pipeline::compute_json(compute)}, {"bucket_source", in.bucket_source},
                       {"kernel_time", pipeline::kernel_time_json(kt, &cluster)},

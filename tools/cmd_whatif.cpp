@@ -17,6 +17,7 @@
 #include "tools/command.hpp"
 #include "pipeline/whatif.hpp"
 #include "tools/loop_args.hpp"
+#include "tools/net_common.hpp"
 #include "tools/plan_report.hpp"
 #include "tools/ranks.hpp"
 
@@ -75,7 +76,7 @@ void run_plot(const std::string& json_path, const std::string& png) {
 int run_whatif(const std::vector<std::string>& args) {
   LoopArgs a;
   std::string topology = "4x8xA100-1x25G", bandwidth = "1Gbps:400Gbps:12", nodes_text = "1,2,4,8", gpn, plot, tables,
-              network_fit;
+              network_fit, nccl_env;
   bool force = false;
   Format fmt = Format::kTable;
   ArgParser p("lgreco whatif",
@@ -90,6 +91,7 @@ int run_whatif(const std::vector<std::string>& args) {
   p.option("--gpus-per-node", &gpn, "N", "GPUs per node (default: the topology's)");
   p.option("--network-fit", &network_fit, "FILE",
            "calibration of the base topology from `lgreco net calibrate`, carried over to every point");
+  p.option("--nccl-env", &nccl_env, "VARS", kNcclEnvHelp);
   p.option("--plot", &plot, "FILE.png", "also plot speedup against bandwidth (matplotlib, /usr/bin/python3)");
   p.flag("--force", &force, "overwrite an existing plot");
   KernelTimeArgs kt;
@@ -118,7 +120,8 @@ int run_whatif(const std::vector<std::string>& args) {
   std::optional<Json> fit_doc;
   if (!network_fit.empty()) fit_doc = read_json_file(network_fit);
   const Json* fit = fit_doc ? &*fit_doc : nullptr;
-  const pipeline::Cluster base = pipeline::make_cluster(topology, std::nullopt, gpus, std::nullopt, fit, network_fit);
+  const net::NcclEnv env = nccl_env_option(nccl_env);
+  const pipeline::Cluster base = pipeline::make_cluster(topology, std::nullopt, gpus, std::nullopt, fit, network_fit, env);
   const pipeline::KernelTime kernel_time = resolve_kernel_time(kt);
   o.plan.kernel_time = pipeline::kernel_time_fn(kernel_time, base);
   o.gpu = base.gpu;
@@ -147,6 +150,7 @@ int run_whatif(const std::vector<std::string>& args) {
   grid.gpus_per_node = gpus;
   grid.network_fit = fit;
   grid.fit_origin = network_fit;
+  grid.nccl_env = env;
   grid.kernel_time = kernel_time;
   const bool time_aware = o.plan.engine == planner::Engine::kTime;
   Json points = Json::array();

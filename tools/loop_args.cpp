@@ -9,6 +9,7 @@
 #include "core/units.hpp"
 #include "kernels/method_json.hpp"
 #include "sim/replay_pool.hpp"
+#include "tools/net_common.hpp"
 #include "tools/ranks.hpp"
 
 namespace lgreco::cli {
@@ -150,12 +151,14 @@ pipeline::KernelTime resolve_kernel_time(const KernelTimeArgs& a) {
 }
 
 std::optional<pipeline::Cluster> resolve_cluster(const std::string& topology, const std::string& network_fit,
-                                                 std::optional<Json>* fit_doc) {
+                                                 std::optional<Json>* fit_doc, const std::string& nccl_env) {
   if (!network_fit.empty() && topology.empty()) throw UsageError("--network-fit needs --topology");
+  if (!nccl_env.empty() && topology.empty()) throw UsageError("--nccl-env needs --topology");
   if (topology.empty()) return std::nullopt;
   std::optional<Json> doc;
   if (!network_fit.empty()) doc = read_json_file(network_fit);
-  pipeline::Cluster c = pipeline::make_cluster(topology, std::nullopt, std::nullopt, std::nullopt, doc ? &*doc : nullptr, network_fit);
+  pipeline::Cluster c = pipeline::make_cluster(topology, std::nullopt, std::nullopt, std::nullopt, doc ? &*doc : nullptr, network_fit,
+                                               nccl_env_option(nccl_env));
   if (fit_doc) *fit_doc = std::move(doc);
   return c;
 }

@@ -51,8 +51,8 @@ void add_kernel_time_options(ArgParser& p, KernelTimeArgs& a);
 /// Resolves them (loads the profile); UsageError when both are given.
 pipeline::KernelTime resolve_kernel_time(const KernelTimeArgs& a);
 
-/// The cluster of --topology [--network-fit]; UsageError for a fit without a topology.
+/// The cluster of --topology [--network-fit] [--nccl-env]; UsageError for a fit or an NCCL environment without a topology.
 std::optional<pipeline::Cluster> resolve_cluster(const std::string& topology, const std::string& network_fit,
-                                                 std::optional<Json>* fit_doc = nullptr);
+                                                 std::optional<Json>* fit_doc = nullptr, const std::string& nccl_env = {});
 
 }  // namespace lgreco::cli

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "core/error.hpp"
 #include "core/json_util.hpp"
 #include "network_models/collectives.hpp"
 #include "network_models/fit.hpp"
@@ -12,10 +13,25 @@
 
 namespace lgreco::cli {
 
-/// The model for `topology` at `ranks` ranks (0: every GPU), with `fit_path` applied when given.
-/// Appends the files read to `inputs` (for provenance).
+/// Help of --nccl-env, the same on every command that predicts collectives.
+inline constexpr const char* kNcclEnvHelp =
+    "the job's NCCL restrictions in NCCL's syntax, e.g. 'NCCL_ALGO=Ring NCCL_PROTO=^LL128' (NCCL_ALGO, NCCL_PROTO, "
+    "NCCL_NVLS_ENABLE, NCCL_TREE_THRESHOLD; default: none)";
+
+/// --nccl-env parsed (no restriction when empty); ConfigError naming the option and the value.
+inline net::NcclEnv nccl_env_option(const std::string& text) {
+  try {
+    return net::parse_nccl_env(text, "--nccl-env");
+  } catch (const ConfigError& e) {
+    throw UsageError(e.what());
+  }
+}
+
+/// The model for `topology` at `ranks` ranks (0: every GPU), with `fit_path` applied when given and the
+/// job's `nccl_env` (--nccl-env text). Appends the files read to `inputs` (for provenance).
 inline net::CollectiveModel resolve_model(const std::string& topology, int ranks, const std::string& fit_path,
-                                          std::vector<std::filesystem::path>* inputs, net::Topology* topo_out = nullptr) {
+                                          std::vector<std::filesystem::path>* inputs, net::Topology* topo_out = nullptr,
+                                          const std::string& nccl_env = {}) {
   net::Topology t = net::resolve_topology(topology);
   if (std::error_code ec; std::filesystem::is_regular_file(topology, ec)) inputs->push_back(topology);
   if (ranks == 0) ranks = t.gpus();
@@ -24,6 +40,7 @@ inline net::CollectiveModel resolve_model(const std::string& topology, int ranks
     p = net::params_from_fit(read_json_file(fit_path), fit_path, t, ranks);
     inputs->push_back(fit_path);
   }
+  p.nccl_env = nccl_env_option(nccl_env);
   if (topo_out) *topo_out = t;
   return net::CollectiveModel(t, ranks, p);
 }

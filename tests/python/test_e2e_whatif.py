@@ -150,3 +150,30 @@ def test_network_fit_carries_over_to_every_point(trace, lgreco, tmp_path):
     assert p.returncode == 1 and "4x8xA100-1x25G" in p.stderr and "2x8xA100-1x25G" in p.stderr
     p = lgreco("plan", "--trace", trace, "--network-fit", fit, "-o", tmp_path / "s2.json")
     assert p.returncode == 2 and "--topology" in p.stderr
+
+
+def test_nccl_env_enters_plan_and_every_whatif_point(trace, lgreco, tmp_path):
+    """The job's NCCL restrictions (--nccl-env, NCCL's syntax) are part of the cluster: plan --topology
+    records them, and every what-if point prices its collectives under them (ruling the tree and NVLS
+    out can only make a step slower)."""
+    tables = tmp_path / "t.json"
+    topo = "2x8xH100-8x400G"
+    p = lgreco("plan", "--trace", trace, "--topology", topo, "--nccl-env", "NCCL_ALGO=Ring", "-o", tmp_path / "s.json",
+               "--tables-out", tables, "--format", "json")
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["config"]["topology"]["nccl_env"] == "NCCL_ALGO=Ring"
+    p = lgreco("plan", "--trace", trace, "--nccl-env", "NCCL_ALGO=Ring", "-o", tmp_path / "s2.json")
+    assert p.returncode == 2 and "--nccl-env needs --topology" in p.stderr and not (tmp_path / "s2.json").exists()
+    args = ["--tables", tables, "--topology", topo, "--bandwidth", "25Gbps,400Gbps", "--nodes", "1,2,4", "--format", "json"]
+    free = json.loads(lgreco("whatif", *args, check=True).stdout)
+    ring = json.loads(lgreco("whatif", *args, "--nccl-env", "NCCL_ALGO=Ring", check=True).stdout)
+    assert free["config"]["topology"]["nccl_env"] is None
+    assert ring["config"]["topology"]["nccl_env"] == "NCCL_ALGO=Ring"
+    slower = 0
+    for a, b in zip(free["points"], ring["points"]):
+        assert (a["nodes"], a["bandwidth_Gbps"]) == (b["nodes"], b["bandwidth_Gbps"])
+        assert b["uncompressed_step_s"] >= a["uncompressed_step_s"] * (1 - 1e-12)
+        slower += b["uncompressed_step_s"] > a["uncompressed_step_s"] * (1 + 1e-9)
+    assert slower > 0
+    p = lgreco("whatif", *args, "--nccl-env", "NCCL_PROTO=LL,Fast")
+    assert p.returncode == 2 and "Fast" in p.stderr

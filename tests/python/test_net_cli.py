@@ -1,6 +1,10 @@
 """CLI side of the network model: predict, calibrate, topology and bad input."""
 import json
 
+import pytest
+
+from conftest import REPO
+
 
 def test_predict_json_rows(lgreco):
     p = lgreco("net", "predict", "--topology", "dgx-a100", "--sizes", "32K:1M", "--format", "json", check=True)
@@ -92,3 +96,50 @@ def test_simulate_json(lgreco, tmp_path):
     assert doc["speedup"] > 1
     ends = [b["end_s"] for b in doc["buckets"]]
     assert ends == sorted(ends)
+
+
+def test_nccl_env_restricts_predict_and_simulate(lgreco, tmp_path):
+    """--nccl-env takes NCCL's own variables: with NCCL_ALGO=Ring the model never picks the tree it
+    otherwise takes on 2 hosts, is never faster, and says so in its config; a bad value is a usage
+    error naming the variable; simulate charges the restricted collectives."""
+    args = ["net", "predict", "--topology", "2x8xH100-8x400G", "--sizes", "1K:1G", "--format", "json"]
+    free = json.loads(lgreco(*args, check=True).stdout)
+    ring = json.loads(lgreco(*args, "--nccl-env", "NCCL_ALGO=Ring", check=True).stdout)
+    assert free["config"]["nccl_env"] is None and ring["config"]["nccl_env"] == "NCCL_ALGO=Ring"
+    assert any(r["algorithm"] == "tree" for r in free["rows"])
+    assert {r["algorithm"] for r in ring["rows"]} == {"ring"}
+    for a, b in zip(free["rows"], ring["rows"]):
+        assert b["time_us"] >= a["time_us"] * (1 - 1e-12)
+    simple = json.loads(lgreco(*args, "--nccl-env", "NCCL_PROTO=^LL,LL128", check=True).stdout)
+    assert {r["protocol"] for r in simple["rows"]} == {"Simple"}
+    for bad, word in [("NCCL_ALGO=rign", "rign"), ("NCCL_SOCKET_IFNAME=eth0", "NCCL_SOCKET_IFNAME"),
+                      ("NCCL_NVLS_ENABLE=on", "on")]:
+        p = lgreco(*args, "--nccl-env", bad)
+        assert p.returncode == 2 and "--nccl-env" in p.stderr and word in p.stderr and p.stdout == ""
+    p = lgreco("net", "predict", "--topology", "hgx-h200", "--sizes", "1M", "--nccl-env", "NCCL_ALGO=tree")
+    assert p.returncode == 1 and "NCCL_ALGO=tree" in p.stderr and p.stdout == ""
+
+    layers = {"batch_per_gpu": 32, "tensors": [{"name": f"l{i}.weight", "shape": [1024, 1024], "uses_per_sample": 196}
+                                                for i in range(24)]}
+    f = tmp_path / "layers.json"
+    f.write_text(json.dumps(layers))
+    sim = ["simulate", "--layers", f, "--topology", "2x8xH100-8x400G", "--format", "json"]
+    a = json.loads(lgreco(*sim, check=True).stdout)
+    b = json.loads(lgreco(*sim, "--nccl-env", "NCCL_ALGO=Ring NCCL_NVLS_ENABLE=0", check=True).stdout)
+    assert a["config"]["nccl_env"] is None and b["config"]["nccl_env"] == "NCCL_ALGO=Ring NCCL_NVLS_ENABLE=0"
+    assert b["step_s"] > a["step_s"]
+
+
+def test_validate_follows_the_corpus_files_nccl_env(lgreco, tmp_path):
+    """A corpus file's nccl_env (the run's NCCL_TREE_THRESHOLD=0) is how its rows are predicted, by
+    `net validate FILE` as by the corpus fit; --nccl-env overrides it."""
+    src = REPO / "tests" / "data" / "network" / "p3dn-v100-efa-dlami-nccltests.tsv"
+    doc = json.loads(lgreco("net", "validate", src, "--format", "json", check=True).stdout)
+    assert doc["config"]["nccl_env"] == "NCCL_TREE_THRESHOLD=0"
+    assert {r["algorithm"] for r in doc["rows"]} == {"ring"}
+    free = json.loads(lgreco("net", "validate", src, "--format", "json", "--nccl-env", "NCCL_TREE_THRESHOLD=1099511627776",
+                             check=True).stdout)
+    assert "tree" in {r["algorithm"] for r in free["rows"]}
+    whole = json.loads(lgreco("net", "validate", REPO / "tests" / "data" / "network", "--format", "json", check=True).stdout)
+    rows = [r for r in whole["rows"] if r["file"] == src.name]
+    assert [r["predicted_us"] for r in rows] == pytest.approx([r["predicted_us"] for r in doc["rows"]], rel=1e-12)
