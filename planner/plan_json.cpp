@@ -66,6 +66,11 @@ void read_network(const Json& j, const std::string& where, NetworkSpec* out) {
                           "; a calibrated network is not part of plan options (plan with `lgreco plan --network-fit`)");
       }
       n.topology = name->get<std::string>();
+      if (t.is_object() && t.contains("nccl_env") && !t["nccl_env"].is_null()) {
+        const std::string where_env = o.child("topology") + ".nccl_env";
+        if (!t["nccl_env"].is_string()) throw ConfigError(where_env + ": " + t["nccl_env"].dump() + "; expected NCCL variables as a string or null");
+        n.nccl_env = net::parse_nccl_env(t["nccl_env"].get<std::string>(), where_env);
+      }
     } else {
       throw ConfigError(o.child("model") + ": '" + model + "'; expected ring or nccl");
     }

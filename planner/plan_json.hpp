@@ -20,6 +20,7 @@
 #include <string>
 
 #include "core/json_util.hpp"
+#include "network_models/nccl_env.hpp"
 #include "planner/plan.hpp"
 #include "planner/tables.hpp"
 
@@ -31,6 +32,9 @@ struct NetworkSpec {
   double bandwidth_Bps = 0;   ///< ring
   double latency_s = 5e-6;    ///< ring, per hop
   std::string topology;       ///< a topology preset name or file (network_models)
+  /// topology: the job's NCCL restrictions, the "nccl_env" of the description `lgreco plan --topology
+  /// --nccl-env` records (network_models/nccl_env.hpp); none when absent or null.
+  net::NcclEnv nccl_env;
   /// topology: charge the kernels' memory-traffic estimate in step predictions (the default of
   /// `lgreco plan --topology`); false for "kernel_time": {"source": "none"}.
   bool kernel_time_estimate = true;

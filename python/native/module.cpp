@@ -83,7 +83,9 @@ struct CostModel {
 CostModel make_cost(const planner::NetworkSpec& n, int world_size) {
   CostModel c;
   if (n.kind == planner::NetworkSpec::Kind::kRing) c.ring = std::make_unique<lgreco::net::RingCost>(n.latency_s, n.bandwidth_Bps, world_size);
-  if (n.kind == planner::NetworkSpec::Kind::kTopology) c.cluster = lgreco::pipeline::make_cluster(n.topology);
+  if (n.kind == planner::NetworkSpec::Kind::kTopology) {
+    c.cluster = lgreco::pipeline::make_cluster(n.topology, std::nullopt, std::nullopt, std::nullopt, nullptr, "", n.nccl_env);
+  }
   return c;
 }
 

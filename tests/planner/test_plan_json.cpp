@@ -78,6 +78,16 @@ TEST_CASE("plan options: unknown keys and bad values name the field", "[plan_jso
   plan_options_from_json(Json{{"network", {{"model", "nccl"}, {"topology", {{"name", "4x8xA100-1x25G"}, {"nodes", 4}}}}}}, "opts", &net);
   CHECK(net.kind == NetworkSpec::Kind::kTopology);
   CHECK(net.topology == "4x8xA100-1x25G");
+  CHECK_FALSE(net.nccl_env.restricted());
+  // ... with the job's NCCL restrictions it records (plan --nccl-env), which the in-job replanner honours.
+  plan_options_from_json(Json{{"network", {{"model", "nccl"}, {"topology", {{"name", "2x8xH100-8x400G"}, {"nccl_env", "NCCL_ALGO=Ring"}}}}}},
+                         "opts", &net);
+  CHECK(net.nccl_env.text == "NCCL_ALGO=Ring");
+  CHECK_FALSE(net.nccl_env.allows(lgreco::Collective::kAllreduce, lgreco::net::Algorithm::kTree, lgreco::net::Protocol::kSimple, 1e6));
+  CHECK_THAT(message(Json{{"network", {{"model", "nccl"}, {"topology", {{"name", "x"}, {"nccl_env", "NCCL_ALGO=rign"}}}}}}),
+             Catch::Contains("opts.network.topology.nccl_env") && Catch::Contains("rign"));
+  CHECK_THAT(message(Json{{"network", {{"model", "nccl"}, {"topology", {{"name", "x"}, {"nccl_env", 7}}}}}}),
+             Catch::Contains("opts.network.topology.nccl_env"));
 }
 
 TEST_CASE("a window's plan document lists every layer's chosen candidate and the totals", "[plan_json]") {

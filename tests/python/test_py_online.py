@@ -302,3 +302,28 @@ def test_online_hook_rejects_bad_options():
         OnlineHook(w.TinyNet(), period=0)
     with pytest.raises(ValueError, match=r"family"):
         OnlineHook(w.TinyNet(), family="zip")
+
+
+def test_replanning_in_the_job_keeps_the_plans_nccl_environment(lgreco, tmp_path):
+    """A plan made with --topology --nccl-env records the job's NCCL restrictions in its config; the
+    native planner the training job re-plans with reads them back and predicts exactly what the CLI
+    predicted, which differs from the unrestricted prediction (the restriction is not dropped)."""
+    tables = tiny_tables()
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(tables))
+    docs = {}
+    for name, extra in {"free": [], "ring": ["--nccl-env", "NCCL_ALGO=Ring NCCL_PROTO=Simple"]}.items():
+        out = tmp_path / f"{name}.json"
+        lgreco("plan", "--tables", path, "--engine", "time", "--topology", "2x8xH100-8x400G", *extra, "--warmup-steps", "4",
+               "--seed", "3", "-o", out, check=True)
+        docs[name] = json.loads(out.read_text())
+    ring = docs["ring"]
+    assert ring["config"]["network"]["topology"]["nccl_env"] == "NCCL_ALGO=Ring NCCL_PROTO=Simple"
+    assert docs["free"]["config"]["network"]["topology"]["nccl_env"] is None
+    again = native.plan_tables(tables, ring["config"], warmup_steps=4, seed=3)
+    assert again["predicted"] == ring["predicted"]
+    assert ring["predicted"] != docs["free"]["predicted"]
+    bad = json.loads(json.dumps(ring["config"]))
+    bad["network"]["topology"]["nccl_env"] = "NCCL_ALGO=rign"
+    with pytest.raises(ValueError, match=r"network\.topology\.nccl_env.*rign"):
+        native.plan_tables(tables, bad)
