@@ -63,9 +63,10 @@ std::vector<ParamDef> all_params(const ModelParams& defaults, double floor_centr
 
 class Problem {
  public:
-  Problem(const Topology& t, int ranks, Collective c, const std::vector<NcclTestsPoint>& data, Selection sel)
+  Problem(const Topology& t, int ranks, Collective c, const std::vector<NcclTestsPoint>& data, Selection sel, const NcclEnv& env)
       : t_(t), emb_(embed(t, ranks)), c_(c), data_(data), base_(nccl_params(t, emb_)) {
     base_.selection = sel;
+    base_.nccl_env = env;
     // The calibrated form (collectives.hpp): LL additive, LL128 and Simple pipelined.
     base_.proto[static_cast<int>(Protocol::kLL128)].pipelined = true;
     base_.proto[static_cast<int>(Protocol::kSimple)].pipelined = true;
@@ -136,10 +137,11 @@ std::vector<FitPoint> compare(const CollectiveModel& model, Collective c, const 
   return out;
 }
 
-FitResult fit_model(const Topology& t, int ranks, Collective c, const std::vector<NcclTestsPoint>& data, Selection selection) {
+FitResult fit_model(const Topology& t, int ranks, Collective c, const std::vector<NcclTestsPoint>& data, Selection selection,
+                    const NcclEnv& env) {
   if (data.size() < 2) throw InputError("calibration needs at least 2 measured sizes, got " + std::to_string(data.size()));
   if (ranks < 2) throw InputError("calibration needs at least 2 ranks, got " + std::to_string(ranks));
-  Problem pb(t, ranks, c, data, selection);
+  Problem pb(t, ranks, c, data, selection, env);
   const LmProblem lm = pb.lm();
   std::mt19937_64 gen(kCalibrationSeed);
   std::vector<double> best_x;
@@ -176,14 +178,14 @@ FitResult fit_model(const Topology& t, int ranks, Collective c, const std::vecto
 }
 
 HoldoutCheck holdout_check(const Topology& t, int ranks, Collective c, const std::vector<NcclTestsPoint>& data,
-                           Selection selection) {
+                           Selection selection, const NcclEnv& env) {
   if (data.size() < 4) throw InputError("held-out check needs at least 4 measured sizes, got " + std::to_string(data.size()));
   std::vector<NcclTestsPoint> sorted = data, even, odd;
   std::stable_sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.size_bytes < b.size_bytes; });
   for (std::size_t i = 0; i < sorted.size(); ++i) (i % 2 == 0 ? even : odd).push_back(sorted[i]);
   HoldoutCheck h;
-  h.even_to_odd = compare(CollectiveModel(t, ranks, fit_model(t, ranks, c, even, selection).params), c, odd);
-  h.odd_to_even = compare(CollectiveModel(t, ranks, fit_model(t, ranks, c, odd, selection).params), c, even);
+  h.even_to_odd = compare(CollectiveModel(t, ranks, fit_model(t, ranks, c, even, selection, env).params), c, odd);
+  h.odd_to_even = compare(CollectiveModel(t, ranks, fit_model(t, ranks, c, odd, selection, env).params), c, even);
   for (const auto* v : {&h.even_to_odd, &h.odd_to_even})
     for (const auto& p : *v) h.max_abs_rel_error = std::max(h.max_abs_rel_error, std::abs(p.predicted_s / p.measured_s - 1));
   return h;

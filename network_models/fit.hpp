@@ -12,8 +12,8 @@
 /// Objective: Σ_i w_i·r_i² + Σ_j (λ·(x_j − μ_j)/σ_j)², r_i = ln(predicted_i / measured_i), Cauchy
 /// weights w_i = 1 / (1 + (r_i / 0.05)²) refreshed every iteration (robust to single bad rows), and
 /// weak priors (λ = 0.05; μ = NCCL's constants, σ per parameter) that keep parameters the data do
-/// not determine near NCCL's values. Minimised by Levenberg–Marquardt (numeric Jacobian) from 24
-/// deterministic starting points; the best end point wins.
+/// not determine near NCCL's values. Minimised by Levenberg–Marquardt (numeric Jacobian) from 400
+/// deterministic (seeded) starting points (FitResult::starts); the best end point wins.
 #include <string>
 #include <vector>
 
@@ -44,9 +44,10 @@ struct FitResult {
 };
 
 /// Fits the model for topology `t` at `ranks` ranks to the measured points (≥ 2 sizes).
-/// `selection` is the pair-selection rule of the fitted model (collectives.hpp).
+/// `selection` is the pair-selection rule of the fitted model (collectives.hpp); `env` the NCCL
+/// restrictions the sweep ran under (nccl_env.hpp: a sweep with NCCL_ALGO=Ring is fitted as rings).
 FitResult fit_model(const Topology& t, int ranks, Collective c, const std::vector<NcclTestsPoint>& data,
-                    Selection selection = Selection::kFastest);
+                    Selection selection = Selection::kFastest, const NcclEnv& env = {});
 
 /// How a calibration transfers to sizes it has not seen: the points sorted by size are split into
 /// even- and odd-indexed halves; fit on one half, predict the other, both ways round.
@@ -57,7 +58,7 @@ struct HoldoutCheck {
 
 /// The two-fold check above; InputError with fewer than 4 points.
 HoldoutCheck holdout_check(const Topology& t, int ranks, Collective c, const std::vector<NcclTestsPoint>& data,
-                           Selection selection = Selection::kFastest);
+                           Selection selection = Selection::kFastest, const NcclEnv& env = {});
 
 /// Predictions of `model` at the measured sizes (the quality table of an uncalibrated model).
 std::vector<FitPoint> compare(const CollectiveModel& model, Collective c, const std::vector<NcclTestsPoint>& data);

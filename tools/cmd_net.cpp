@@ -72,7 +72,7 @@ void print_points(const std::vector<net::FitPoint>& pts) {
 }
 
 int run_calibrate(const std::vector<std::string>& args) {
-  std::string file, topology, ranks_s, coll_s, out, selection = "fastest";
+  std::string file, topology, ranks_s, coll_s, out, selection = "fastest", nccl_env_s;
   bool force = false;
   Format fmt;
   ArgParser p("lgreco net calibrate", "Fit the network model's parameters for a topology to nccl-tests results (standard "
@@ -82,6 +82,7 @@ int run_calibrate(const std::vector<std::string>& args) {
       .option("--ranks", &ranks_s, "N", "rank count of the measurement (default: from the file)")
       .option("--collective", &coll_s, "C", "allreduce|allgather|reducescatter|broadcast (default: from the file)")
       .option("--selection", &selection, "S", "fastest (default) or nccl-tuning: pick the pair by NCCL's own uncalibrated model")
+      .option("--nccl-env", &nccl_env_s, "VARS", "the NCCL restrictions the sweep ran under, e.g. 'NCCL_ALGO=Ring' (default: none)")
       .option("--output", &out, "FILE", "fit JSON to write", true, "-o")
       .flag("--force", &force, "overwrite an existing output")
       .format(&fmt);
@@ -91,14 +92,16 @@ int run_calibrate(const std::vector<std::string>& args) {
   const net::NcclTestsRun run = net::load_nccl_tests(file);
   const auto [ranks, c] = run_shape(file, run, ranks_s, coll_s);
   const net::Topology t = net::resolve_topology(topology);
-  const net::FitResult fit = net::fit_model(t, ranks, c, run.points, net::parse_selection(selection));
+  const net::NcclEnv env = nccl_env_option(nccl_env_s);
+  const net::FitResult fit = net::fit_model(t, ranks, c, run.points, net::parse_selection(selection), env);
   std::vector<std::filesystem::path> inputs{file};
   if (std::error_code ec; std::filesystem::is_regular_file(topology, ec)) inputs.push_back(topology);
   const Json config{{"source", file}, {"topology", topology}, {"ranks", ranks}, {"collective", lgreco::to_string(c)}, {"selection", selection},
                     {"time_column", "out-of-place"}, {"loss", "soft-L1 on ln(predicted/measured), scale 0.05"},
-                    {"optimizer", "Levenberg-Marquardt, 400 seeded starts"}};
+                    {"optimizer", "Levenberg-Marquardt, " + std::to_string(fit.starts) + " seeded starts"},
+                    {"nccl_env", env.restricted() ? Json(env.text) : Json(nullptr)}};
   std::optional<net::HoldoutCheck> holdout;
-  if (run.points.size() >= 4) holdout = net::holdout_check(t, ranks, c, run.points, net::parse_selection(selection));
+  if (run.points.size() >= 4) holdout = net::holdout_check(t, ranks, c, run.points, net::parse_selection(selection), env);
   const Json doc = net::fit_to_json(fit, config, provenance_json(inputs), holdout ? &*holdout : nullptr);
   write_json_file(out, doc, policy);
   if (fmt == Format::kJson) {

@@ -143,3 +143,31 @@ def test_validate_follows_the_corpus_files_nccl_env(lgreco, tmp_path):
     whole = json.loads(lgreco("net", "validate", REPO / "tests" / "data" / "network", "--format", "json", check=True).stdout)
     rows = [r for r in whole["rows"] if r["file"] == src.name]
     assert [r["predicted_us"] for r in rows] == pytest.approx([r["predicted_us"] for r in doc["rows"]], rel=1e-12)
+
+
+def test_calibrate_under_the_sweeps_nccl_env(lgreco, tmp_path):
+    """A sweep run with NCCL_ALGO=Ring is fitted as rings (--nccl-env on calibrate, recorded in the
+    fit's config); fitted without it, the same sweep is explained with the tree the run never used."""
+    topo = "2x8xH100-8x400G"
+    pred = json.loads(lgreco("net", "predict", "--topology", topo, "--sizes", "32K:1G", "--nccl-env", "NCCL_ALGO=Ring",
+                             "--format", "json", check=True).stdout)
+    tsv = tmp_path / "ring.tsv"
+    tsv.write_text("size_bytes\ttime_us\talgbw_GBps\tbusbw_GBps\n" + "".join(
+        f"{int(r['size_bytes'])}\t{1.3 * r['time_us']:.3f}\t0\t0\n" for r in pred["rows"]))
+    docs = {}
+    for name, extra in {"ring": ["--nccl-env", "NCCL_ALGO=Ring"], "free": []}.items():
+        out = tmp_path / f"{name}.json"
+        p = lgreco("net", "calibrate", tsv, "--topology", topo, "--ranks", "16", "--collective", "allreduce", *extra,
+                   "-o", out, "--format", "json", check=True)
+        docs[name] = json.loads(p.stdout)
+        assert json.loads(out.read_text()) == docs[name]
+    assert docs["ring"]["config"]["nccl_env"] == "NCCL_ALGO=Ring" and docs["free"]["config"]["nccl_env"] is None
+    assert docs["ring"]["config"]["optimizer"].startswith("Levenberg-Marquardt, ")
+    # The fitted model under the run's restriction picks rings only, and predicts the sweep well.
+    pr = json.loads(lgreco("net", "predict", "--topology", topo, "--network-fit", tmp_path / "ring.json", "--sizes", "32K:1G",
+                           "--nccl-env", "NCCL_ALGO=Ring", "--format", "json", check=True).stdout)
+    assert {r["algorithm"] for r in pr["rows"]} == {"ring"}
+    assert docs["ring"]["fit_quality"]["rms_log_error"] < 0.1
+    free = json.loads(lgreco("net", "predict", "--topology", topo, "--network-fit", tmp_path / "free.json", "--sizes",
+                             "32K:1G", "--format", "json", check=True).stdout)
+    assert "tree" in {r["algorithm"] for r in free["rows"]}
