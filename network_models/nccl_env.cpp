@@ -13,6 +13,9 @@
 namespace lgreco::net {
 namespace {
 
+/// User text as errors show it: at most 60 characters (a pasted list can be long).
+std::string clip(const std::string& s) { return s.size() <= 60 ? s : s.substr(0, 57) + "..."; }
+
 std::string lower(std::string_view s) {
   std::string out(s);
   for (auto& ch : out) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
@@ -55,7 +58,7 @@ std::vector<std::vector<bool>> parse_list(const std::string& var, const std::str
                                           const std::string& where) {
   std::vector<std::vector<bool>> enabled(std::size(kFunctions), std::vector<bool>(elems.size(), true));
   const auto entries = split_nonempty(value, ';');
-  if (entries.empty()) throw ConfigError(where + ": " + var + "=\"" + value + "\" names nothing");
+  if (entries.empty()) throw ConfigError(where + ": " + var + "=\"" + clip(value) + "\" names nothing");
   std::string known;
   for (const auto& e : elems) known += std::string(known.empty() ? "" : ", ") + e.name;
   for (std::size_t i = 0; i < entries.size(); ++i) {
@@ -66,20 +69,20 @@ std::vector<std::vector<bool>> parse_list(const std::string& var, const std::str
     if (colon != std::string::npos) {
       prefix = lower(entry.substr(0, colon));
       list = entry.substr(colon + 1);
-      if (list.find(':') != std::string::npos) throw ConfigError(where + ": " + var + " entry \"" + entry + "\" has more than one ':'");
+      if (list.find(':') != std::string::npos) throw ConfigError(where + ": " + var + " entry \"" + clip(entry) + "\" has more than one ':'");
     } else if (i > 0) {
-      throw ConfigError(where + ": " + var + "=\"" + value + "\": every entry after the first needs a function prefix (\"allreduce:...\"), \"" +
-                        entry + "\" has none");
+      throw ConfigError(where + ": " + var + "=\"" + clip(value) + "\": every entry after the first needs a function prefix (\"allreduce:...\"), \"" +
+                        clip(entry) + "\" has none");
     }
     const bool exclude = !list.empty() && list[0] == '^';
     if (exclude) list.erase(0, 1);
     const auto names = split_nonempty(list, ',');
-    if (names.empty()) throw ConfigError(where + ": " + var + " entry \"" + entry + "\" names nothing");
+    if (names.empty()) throw ConfigError(where + ": " + var + " entry \"" + clip(entry) + "\" names nothing");
     std::vector<bool> listed(elems.size(), false);
     for (const auto& n : names) {
       std::size_t e = 0;
       while (e < elems.size() && lower(n) != lower(elems[e].name)) ++e;
-      if (e == elems.size()) throw ConfigError(where + ": " + var + " names \"" + n + "\", which NCCL does not know (expected " + known + ")");
+      if (e == elems.size()) throw ConfigError(where + ": " + var + " names \"" + clip(n) + "\", which NCCL does not know (expected " + known + ")");
       listed[e] = true;
     }
     bool found = false;
@@ -89,7 +92,7 @@ std::vector<std::vector<bool>> parse_list(const std::string& var, const std::str
       for (std::size_t e = 0; e < elems.size(); ++e) enabled[f][e] = exclude ? !listed[e] : listed[e];
     }
     if (!found) {
-      throw ConfigError(where + ": " + var + " function \"" + entry.substr(0, colon) +
+      throw ConfigError(where + ": " + var + " function \"" + clip(entry.substr(0, colon)) +
                         "\" is not one of NCCL's (Broadcast, Reduce, AllGather, ReduceScatter, AllReduce)");
     }
   }
@@ -100,7 +103,7 @@ long long parse_integer(const std::string& var, const std::string& value, const 
   long long v = 0;
   const auto* end = value.data() + value.size();
   const auto [ptr, ec] = std::from_chars(value.data(), end, v);
-  if (ec != std::errc() || ptr != end) throw ConfigError(where + ": " + var + "=\"" + value + "\" is not an integer");
+  if (ec != std::errc() || ptr != end) throw ConfigError(where + ": " + var + "=\"" + clip(value) + "\" is not an integer");
   return v;
 }
 
@@ -133,11 +136,11 @@ NcclEnv parse_nccl_env(std::string_view assignments, const std::string& where) {
   std::vector<std::string> given;
   for (std::string item; in >> item;) {
     const auto eq = item.find('=');
-    if (eq == std::string::npos || eq == 0) throw ConfigError(where + ": \"" + item + "\" is not NAME=VALUE");
+    if (eq == std::string::npos || eq == 0) throw ConfigError(where + ": \"" + clip(item) + "\" is not NAME=VALUE");
     const std::string var = item.substr(0, eq), value = item.substr(eq + 1);
-    if (seen[var]) throw ConfigError(where + ": " + var + " given twice");
+    if (seen[var]) throw ConfigError(where + ": " + clip(var) + " given twice");
     seen[var] = true;
-    if (value.empty()) throw ConfigError(where + ": " + var + " has no value");
+    if (value.empty()) throw ConfigError(where + ": " + clip(var) + " has no value");
     if (var == "NCCL_ALGO" || var == "NCCL_PROTO") {
       const bool algo = var == "NCCL_ALGO";
       const auto enabled = parse_list(var, value, algo ? kAlgorithms : kProtocols, where);
@@ -152,16 +155,16 @@ NcclEnv parse_nccl_env(std::string_view assignments, const std::string& where) {
       }
     } else if (var == "NCCL_NVLS_ENABLE") {
       const long long v = parse_integer(var, value, where);
-      if (v < 0 || v > 2) throw ConfigError(where + ": NCCL_NVLS_ENABLE=" + value + " (expected 0, 1 or 2)");
+      if (v < 0 || v > 2) throw ConfigError(where + ": NCCL_NVLS_ENABLE=" + clip(value) + " (expected 0, 1 or 2)");
       if (v == 0) {
         for (auto& row : env.algorithm) row[static_cast<std::size_t>(Algorithm::kNvls)] = row[static_cast<std::size_t>(Algorithm::kNvlsTree)] = false;
       }
     } else if (var == "NCCL_TREE_THRESHOLD") {
       const long long v = parse_integer(var, value, where);
-      if (v < 0) throw ConfigError(where + ": NCCL_TREE_THRESHOLD=" + value + " (expected a byte count >= 0)");
+      if (v < 0) throw ConfigError(where + ": NCCL_TREE_THRESHOLD=" + clip(value) + " (expected a byte count >= 0)");
       env.tree_threshold_bytes = static_cast<double>(v);
     } else {
-      throw ConfigError(where + ": " + var + " is not a variable the model follows (NCCL_ALGO, NCCL_PROTO, NCCL_NVLS_ENABLE, NCCL_TREE_THRESHOLD)");
+      throw ConfigError(where + ": " + clip(var) + " is not a variable the model follows (NCCL_ALGO, NCCL_PROTO, NCCL_NVLS_ENABLE, NCCL_TREE_THRESHOLD)");
     }
     given.push_back(item);
   }

@@ -97,6 +97,17 @@ TEST_CASE("NCCL environment: bad text names the source, the variable and the val
   CHECK_THROWS_WITH(parse_nccl_env("NCCL_IB_HCA=mlx5_0", "x"), Catch::Contains("NCCL_IB_HCA") && Catch::Contains("NCCL_ALGO"));
   CHECK_THROWS_WITH(parse_nccl_env("ring", "x"), Catch::Contains("NAME=VALUE"));
   CHECK_THROWS_AS(parse_nccl_env("NCCL_ALGO=ring:tree:x", "x"), ConfigError);
+  // A pasted list is shown clipped, not whole.
+  std::string huge = "NCCL_ALGO=";
+  for (int i = 0; i < 10000; ++i) huge += "ring,";
+  huge += "tree;ring";
+  try {
+    parse_nccl_env(huge, "x");
+    FAIL("no error");
+  } catch (const ConfigError& e) {
+    CHECK(std::string(e.what()).size() < 400);
+    CHECK_THAT(e.what(), Catch::Contains("prefix") && Catch::Contains("..."));
+  }
 }
 
 TEST_CASE("the model never picks what the NCCL environment rules out, by either selection rule", "[nccl_env]") {

@@ -134,6 +134,17 @@ CASES = [
       make=copy_of("schedule.json")),
     C("export-unknown-option-one-prefix", ["export", "--bogus"], ["error: export: unknown option '--bogus'"], 2),
     C("ranks-beyond-range", ["net", "topology", TOPO, "--ranks", "99999999999"], ["--ranks", "99999999999"], 2),
+    # The job's NCCL environment: NCCL's list syntax, strictly (a huge list is read, not hung on).
+    C("nccl-env-unknown-algo", ["net", "predict", "--topology", TOPO, "--sizes", "1M", "--nccl-env", "NCCL_ALGO=Rnig"],
+      ["--nccl-env", "Rnig"], 2),
+    C("nccl-env-unfollowed-variable", ["simulate", "--model", "resnet18", "--topology", TOPO, "--nccl-env", "NCCL_IB_HCA=mlx5_0"],
+      ["--nccl-env", "NCCL_IB_HCA"], 2),
+    C("nccl-env-huge-list", ["net", "predict", "--topology", TOPO, "--sizes", "1M", "--nccl-env",
+                             "NCCL_ALGO=" + "ring," * 20000 + "bogus"], ["--nccl-env", "bogus"], 2),
+    C("nccl-env-leaves-nothing", ["net", "predict", "--topology", TOPO, "--sizes", "1M", "--nccl-env",
+                                  "NCCL_ALGO=PAT"], ["no algorithm available", "NCCL_ALGO=PAT"], 1),
+    C("nccl-env-function-as-protocol", ["whatif", "--tables", "{d}/none.json", "--topology", TOPO, "--nccl-env",
+                                         "NCCL_PROTO=allreduce"], ["--nccl-env", "allreduce"], 2),
     C("unknown-command-newline", ["bad\ncommand"], ["unknown command 'bad\\ncommand'"], 2),
     C("empty-positional", ["schedule", "show", ""], ["argument", "empty"], 2),
 
