@@ -124,7 +124,7 @@ Topology preset_topology(const std::string& name) {
       for (const auto& n : preset_names()) known += (known.empty() ? "" : ", ") + n;
       const std::string shown = printable(name.size() > 80 ? name.substr(0, 80) + "..." : name);
       throw ConfigError("unknown topology \"" + shown + "\" (presets: " + known +
-                        "; clusters: KxGxGPU-NxRATE[-efa|-efa1..4|-tcpxo][-nogdr] such as 4x8xA100-4x100G, 4x8xB200-8x400G-efa or 8x8xV100-25GbE; or a topology JSON file)");
+                        "; clusters: KxGxGPU-NxRATE[-efa|-efa1..4|-tcpx|-tcpxo][-nogdr] such as 4x8xA100-4x100G, 4x8xB200-8x400G-efa or 8x8xV100-25GbE; or a topology JSON file)");
     }
     const int hosts = spec->hosts, gpus = spec->gpus_per_host, nics = spec->nics;
     const double gbps = spec->nic_gbps;
@@ -141,6 +141,7 @@ Topology preset_topology(const std::string& name) {
       throw ConfigError("topology \"" + name + "\": -nogdr applies to NIC transports; TCP sockets (GbE) always stage through host memory");
     t.transport = spec->unit == "GbE"                        ? Transport::kSocket
                   : spec->plugin.rfind("-efa", 0) == 0      ? Transport::kEfa
+                  : spec->plugin == "-tcpx"                 ? Transport::kTcpx
                   : spec->plugin == "-tcpxo"                ? Transport::kTcpxo
                                                             : Transport::kRdma;
     t.gpudirect = !spec->nogdr;
@@ -161,7 +162,7 @@ Topology preset_topology(const std::string& name) {
 }
 
 std::optional<ClusterSpec> parse_cluster_spec(const std::string& name) {
-  static const std::regex cluster(R"(^(\d+)x(\d+)x([A-Za-z0-9]+)-(?:(\d+)x)?(\d+(?:\.\d+)?)(G|GbE)(-efa[1-4]?|-tcpxo)?(-nogdr)?$)");
+  static const std::regex cluster(R"(^(\d+)x(\d+)x([A-Za-z0-9]+)-(?:(\d+)x)?(\d+(?:\.\d+)?)(G|GbE)(-efa[1-4]?|-tcpxo|-tcpx)?(-nogdr)?$)");
   // Real specs are short; std::regex recurses per character, so a huge argument is no spec.
   if (name.size() > 128) return std::nullopt;
   std::smatch m;

@@ -5,7 +5,8 @@
 /// traffic staged through the host bridges), 2x-rtx2080ti-nvlink. Clusters are written
 /// "K x G x GPU - N x RATE" without spaces: K hosts of G GPUs of model GPU, each host with N NICs of
 /// RATE ("100G", "400G": RDMA verbs at RATE Gb/s, InfiniBand or RoCE; "25GbE": TCP sockets), optionally
-/// followed by "-efa" or "-tcpxo" for a provider's NCCL net plugin (AWS EFA, GCP GPUDirect-TCPX/TCPXO) and
+/// followed by "-efa", "-tcpx" or "-tcpxo" for a provider's NCCL net plugin (AWS EFA, GCP GPUDirect-TCPX
+/// on A3 High/Edge, GPUDirect-TCPXO on A3 Mega: 2x8xH100-4x200G-tcpx, 2x8xH100-8x200G-tcpxo) and
 /// by "-nogdr" for NICs without GPUDirect RDMA (AWS p3dn: 8x8xV100-1x100G-efa-nogdr), e.g. 4x8xA100-4x100G,
 /// 4x8xB200-8x400G-efa, 16x8xH100-8x400G, 8x8xV100-25GbE (N defaults to 1). "-efa" takes the EFA generation
 /// of the AWS instances with that GPU (default_efa_generation); "-efa1" .. "-efa4" name it. Hosts of
@@ -34,7 +35,7 @@ struct ClusterSpec {
   std::string gpu;             ///< GPU model name
   double nic_gbps = 0;         ///< rate of one NIC, Gb/s
   std::string unit = "G";      ///< "G" (RDMA) or "GbE" (TCP sockets)
-  std::string plugin;          ///< "", "-efa", "-efa1" .. "-efa4" or "-tcpxo"
+  std::string plugin;          ///< "", "-efa", "-efa1" .. "-efa4", "-tcpx" or "-tcpxo"
   bool nogdr = false;          ///< "-nogdr": the NICs have no GPUDirect RDMA
 };
 /// The EFA generation of the AWS instances with GPU `gpu_name` (V100 p3dn and A100 p4d/p4de: 1, H100/H200 p5/p5e:

@@ -37,9 +37,10 @@ enum class NodeKind { kGpu, kNvSwitch, kPcieSwitch, kHostBridge, kNic, kNetSwitc
 enum class LinkClass { kNvlink, kPcie, kHost, kNet };
 /// Inter-node transport (efficiency and per-step latency in the presets, from the measurement corpus):
 /// RDMA verbs (InfiniBand, RoCE), AWS EFA (NCCL's aws-ofi-nccl plugin over SRD; Topology::efa_generation),
-/// GCP GPUDirect-TCPX/TCPXO (Google's NCCL net plugin over TCP offload), or TCP sockets. The two plugins
-/// have no LL128 across hosts.
-enum class Transport { kRdma, kEfa, kTcpxo, kSocket };
+/// GCP GPUDirect-TCPX (A3 High and Edge: Google's NCCL net plugin, TCP with the receive path on the host's
+/// cores), GCP GPUDirect-TCPXO (A3 Mega: the same with the TCP work offloaded to the NICs), or TCP sockets.
+/// The plugins have no LL128 across hosts.
+enum class Transport { kRdma, kEfa, kTcpx, kTcpxo, kSocket };
 /// EFA generations AWS has shipped (v1: p3dn, p4d, p4de; v2: p5, p5e; v3: p5en; v4: p6).
 inline constexpr int kMaxEfaGeneration = 4;
 

@@ -30,10 +30,11 @@ LinkClass parse_class(const std::string& s, const std::string& where) {
 Transport parse_transport(const std::string& s, const std::string& where) {
   if (s == "rdma") return Transport::kRdma;
   if (s == "efa") return Transport::kEfa;
+  if (s == "tcpx") return Transport::kTcpx;
   if (s == "tcpxo") return Transport::kTcpxo;
   if (s == "socket") return Transport::kSocket;
-  if (s == "plugin") throw ConfigError(where + ": \"plugin\" is now \"efa\" (AWS) or \"tcpxo\" (GCP GPUDirect-TCPX/TCPXO)");
-  throw ConfigError(where + ": \"" + s + "\" (expected rdma, efa, tcpxo or socket)");
+  if (s == "plugin") throw ConfigError(where + ": \"plugin\" is now \"efa\" (AWS), \"tcpx\" or \"tcpxo\" (GCP GPUDirect-TCPX, -TCPXO)");
+  throw ConfigError(where + ": \"" + s + "\" (expected rdma, efa, tcpx, tcpxo or socket)");
 }
 
 double positive(double v, const std::string& where) {
@@ -89,7 +90,7 @@ Topology topology_from_json(const Json& j, const std::string& origin) {
     throw ConfigError(o.child("efa_generation") + ": applies to transport \"efa\" only");
   }
   if (!t.gpudirect && t.transport == Transport::kSocket)
-    throw ConfigError(o.child("gpudirect") + ": false applies to NIC transports (rdma, efa, tcpxo); sockets always stage through host memory");
+    throw ConfigError(o.child("gpudirect") + ": false applies to NIC transports (rdma, efa, tcpx, tcpxo); sockets always stage through host memory");
   std::map<std::string, int> index;
   const Json& nodes = o.require("nodes");
   if (!nodes.is_array()) throw ConfigError(o.child("nodes") + ": expected an array");
@@ -188,6 +189,7 @@ const char* to_string(Transport t) {
   switch (t) {
     case Transport::kRdma: return "rdma";
     case Transport::kEfa: return "efa";
+    case Transport::kTcpx: return "tcpx";
     case Transport::kTcpxo: return "tcpxo";
     case Transport::kSocket: return "socket";
   }

@@ -85,6 +85,9 @@ TEST_CASE("plugin transports: EFA generation, TCPXO, GPUDirect; cluster suffix, 
   CHECK_FALSE(p3dn.gpudirect);
   CHECK(preset_topology("2x8xH100-8x200G-tcpxo").transport == Transport::kTcpxo);
   CHECK(preset_topology("2x8xH100-8x200G-tcpxo").efa_generation == 0);
+  CHECK(preset_topology("2x8xH100-4x200G-tcpx").transport == Transport::kTcpx);  // A3 High: -tcpx is not read as -tcpxo
+  CHECK(cluster_spec_name(*parse_cluster_spec("2x8xH100-4x200G-tcpx")) == "2x8xH100-4x200G-tcpx");
+  CHECK_FALSE(parse_cluster_spec("2x8xH100-4x200G-tcpxoo"));
   CHECK(preset_topology("2x8xH100-8x200G").transport == Transport::kRdma);
   CHECK_FALSE(preset_topology("2x8xH100-8x200G-nogdr").gpudirect);
   CHECK_THROWS_WITH(preset_topology("2x8xH100-1x25GbE-efa"), Catch::Contains("sockets"));
@@ -92,7 +95,7 @@ TEST_CASE("plugin transports: EFA generation, TCPXO, GPUDirect; cluster suffix, 
   CHECK_THROWS_WITH(preset_topology("2x2xL40S-1x100G-efa"), Catch::Contains("L40S") && Catch::Contains("-efa1"));
   CHECK(cluster_spec_name(*parse_cluster_spec("8x8xV100-1x100G-efa-nogdr")) == "8x8xV100-1x100G-efa-nogdr");
   CHECK_FALSE(parse_cluster_spec("2x8xH100-8x200G-efa5"));
-  for (const Topology& t : {efa, p3dn, preset_topology("2x8xH100-8x200G-tcpxo")}) {
+  for (const Topology& t : {efa, p3dn, preset_topology("2x8xH100-8x200G-tcpxo"), preset_topology("2x8xH100-4x200G-tcpx")}) {
     const Topology back = topology_from_json(topology_to_json(t), "again");
     CHECK(back.transport == t.transport);
     CHECK(back.efa_generation == t.efa_generation);
@@ -102,7 +105,7 @@ TEST_CASE("plugin transports: EFA generation, TCPXO, GPUDirect; cluster suffix, 
   doc["transport"] = "carrier-pigeon";
   CHECK_THROWS_WITH(topology_from_json(doc, "bad.json"), Catch::Contains("carrier-pigeon") && Catch::Contains("efa"));
   doc["transport"] = "plugin";  // the transport before EFA and TCPXO were told apart
-  CHECK_THROWS_WITH(topology_from_json(doc, "bad.json"), Catch::Contains("plugin") && Catch::Contains("tcpxo"));
+  CHECK_THROWS_WITH(topology_from_json(doc, "bad.json"), Catch::Contains("plugin") && Catch::Contains("tcpxo") && Catch::Contains("\"tcpx\""));
   doc["transport"] = "efa";
   doc["efa_generation"] = 7;
   CHECK_THROWS_WITH(topology_from_json(doc, "bad.json"), Catch::Contains("efa_generation") && Catch::Contains("7"));
