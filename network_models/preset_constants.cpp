@@ -15,6 +15,7 @@ int net_class(Transport t) {
   switch (t) {
     case Transport::kRdma: return kRdmaClass;
     case Transport::kEfa:
+    case Transport::kTcpx:
     case Transport::kTcpxo: return kPluginClass;
     case Transport::kSocket: return kSocketClass;
   }
@@ -23,6 +24,7 @@ int net_class(Transport t) {
 
 // The plugin transports' factors (nullptr for RDMA and sockets).
 const PluginFactors* plugin_factors(const CorpusConstants& k, const Topology& t) {
+  if (t.transport == Transport::kTcpx) return &k.tcpx;
   if (t.transport == Transport::kTcpxo) return &k.tcpxo;
   if (t.transport == Transport::kEfa) return &k.efa.at(t.efa_generation - 1);
   return nullptr;
@@ -39,51 +41,54 @@ const CorpusConstants& corpus_constants() {
     // h200 allgather/reducescatter 16 GiB (361-363 of 370.8) and its NVLS-off rings at 4-8 ranks (363-367),
     // p6-b200 4-5 ranks 8 GiB and its NVLS-off rings at 4-8 ranks (674-682), v100 cube mesh
     // ≥ 32 MiB; across hosts it also scales the GPU-NIC PCIe paths (h100 IB, oci A100 RoCE ≥ 1 GiB).
-    c.eta_nvlink = 0.947259;
+    c.eta_nvlink = 0.941234;
     // rtx4090-pcie ≥ 64 MiB (2.2-3.9 GB/s without P2P), rtx4090-8x-pcie (12-15 GB/s) and the l40s RoCE
     // pair's intra-host path: the two GeForce boxes disagree by 4-6x, the fit sits between them.
-    c.eta_pcie = 0.312834;
+    c.eta_pcie = 0.302349;
     // rdma: h100-ndr-8node 4 and 8 hosts ≥ 512 MiB (busbw 287-325 on 8 x 400 Gb/s), h100-xe9680 and
     // h100-vm ≥ 1 GiB, nebius-h100 and lambda-b200 IB, gcp-a4-b200 RoCE ≥ 128 MiB (2 hosts, 331-696 GB/s
-    // busbw), h20-ib, oci A100 RoCE. plugin: the shared value of EFA and TCPXO, each scaled by its factor
+    // busbw), h20-ib, oci A100 RoCE. plugin: the shared value of EFA, TCPX and TCPXO, each scaled by its factor
     // below. socket: l40s sockets ≥ 4 MiB.
-    c.eta_net = {0.887814, 0.853756, 0.161338};
+    c.eta_net = {0.885235, 0.808905, 0.161311};
     // LL per network step. rdma: l40s RoCE ≤ 4 KiB, h100 and b200 IB ≤ 1 MiB (2-8 hosts); plugin (× factor): a3mega
-    // ≤ 512 KiB, p6-b200 32 ranks 256 KiB-4 MiB, p3dn/p4de/p5 ≤ 1 MiB; socket: l40s sockets ≤ 4 KiB.
-    c.hop_ll_s = {10.1027 * kUs, 55.5333 * kUs, 3.49386 * kUs};
+    // ≤ 512 KiB, p6-b200 32 ranks 256 KiB-4 MiB, p3dn/p4de/p5 ≤ 1 MiB, a3high 8-16 MiB; socket: l40s sockets ≤ 4 KiB.
+    c.hop_ll_s = {11.2811 * kUs, 87.5389 * kUs, 4.05233 * kUs};
     // LL128/Simple per network step. rdma: h20-ib 1-16 MiB, h100 and b200 IB and a4 RoCE 2-64 MiB; plugin
     // (× factor): a3mega 32-256 MiB, p6-b200 32 ranks 16-256 MiB, p3dn 1-64 MiB; socket: l40s sockets 1-4 MiB.
-    c.hop_pipe_s = {49.3551 * kUs, 204.299 * kUs, 16.8149 * kUs};
+    c.hop_pipe_s = {56.8915 * kUs, 308.08 * kUs, 16.3524 * kUs};
     // Factors {η, LL step, LL128/Simple step} on the plugin values. EFA v1: p4dn 2-4 nodes at 1 GiB (2 nodes
     // 30.5 GB/s algbw, 4 nodes 29.6 GB/s busbw), p4de, and p3dn with η_nogdr; v2: p5 (16 GiB at 260 GB/s algbw
     // on 32 x 100 Gb/s, 8 B-16 MiB in 65-298 µs); v4: p6-b200 4 nodes ≥ 1 GiB (381 GB/s busbw on 8 x 400 Gb/s,
     // 95 % of the line rate) and 16-256 MiB; TCPXO: a3mega allreduce (≥ 1 GiB 159-181 of 200 GB/s algbw, LL to
-    // 16 MiB) and a3mega-dstack all_gather (8 MiB-8 GiB, 50-201 GB/s algbw).
-    c.efa = {PluginFactors{0.775227, 1.23306, 2.56279}, PluginFactors{0.726693, 0.563911, 0.388774}, PluginFactors{},
-             PluginFactors{1.17251, 1.69753, 0.471895}};
-    c.tcpxo = {1.08595, 1.09162, 2.36109};
+    // 16 MiB) and a3mega-dstack all_gather (8 MiB-8 GiB, 50-201 GB/s algbw); TCPX: a3high all_gather (≥ 128 MiB
+    // at 53 GB/s algbw on 4 x 200 Gb/s, 8-16 MiB in 785-1010 µs), whose slow steps (5.8x and 3.6x) raise the
+    // shared step latencies the others' factors scale (docs/network-model.md "Presets").
+    c.efa = {PluginFactors{0.815904, 0.800257, 1.77257}, PluginFactors{0.949211, 0.372548, 0.390394}, PluginFactors{},
+             PluginFactors{1.23406, 1.06087, 0.307314}};
+    c.tcpx = {0.620381, 5.78094, 3.61078};
+    c.tcpxo = {1.14178, 0.708838, 1.58127};
     // Without GPUDirect RDMA (p3dn, EFA v1): 2.5-8.8 GB/s busbw on one 100 Gb/s NIC across the three p3dn files
     // (p3dn-dlami's 8.8 is a ring: its run switched the tree off).
-    c.nogdr_efficiency = 0.469304;
+    c.nogdr_efficiency = 0.455194;
     // Single-host small rows: h200/p6-b200 pytorch ≤ 1 MiB, a100-dgx 32-128 KiB, v100 and rtx4090 ≤ 64 KiB; the
     // intra-host steps of p3dn-dlami's 16-rank ring ≤ 64 KiB (28 of its 30 steps).
-    c.latency_scale = 0.89781;
+    c.latency_scale = 0.736328;
     // LL slopes: h200/p6-b200 pytorch 512 KiB-2 MiB, rtx4090 16 KiB-16 MiB, v100 128 KiB-1 MiB, a3mega 1-4 MiB.
-    c.ll_bandwidth = 1.15735;
+    c.ll_bandwidth = 1.25366;
     c.floor_s = 0;  // the pipelined protocols' own latency L is their floor in the presets
     // Mid sizes 4-512 MiB: the measured time exceeds S/algBw by about 50-150 µs on a100-dgx, a100x8-galvatron,
     // v100 (rings) and h100-node005, h200, p6-b200 one node (NVLS).
-    c.fill_time_s = 120.764 * kUs;
+    c.fill_time_s = 110.171 * kUs;
     // NVLS rows: h200 nccl-tests 5-8 ranks and 16 GiB (busbw 414-480), p6-b200 6-8 ranks 8 GiB
     // (778-838), h100-node005 ≥ 128 MiB, h200/p6-b200 pytorch ≥ 1 GiB; across hosts the NVLS-tree rows of the
     // 2-host IB and RoCE runs ≥ 128 MiB.
-    c.nvls_fraction = 0.695043;
+    c.nvls_fraction = 0.692035;
     // Additive to the transfer (collectives.hpp): h200 pytorch 2-8 MiB above the PyTorch call cost.
-    c.nvls_latency_s = 5.74805 * kUs;
+    c.nvls_latency_s = 5.21874 * kUs;
     // h200/p6-b200 pytorch ≤ 512 KiB against the nccl-tests latencies of the other systems.
-    c.pytorch_overhead_s = 37.1249 * kUs;
+    c.pytorch_overhead_s = 37.6657 * kUs;
     // a100-dgx 32-128 KiB (-g 8: 44-52 µs), v100 and rtx4090-8x (-g 8) and rtx4090 4 ranks ≤ 4 KiB (-g 4).
-    c.launch_overhead_s = 3.86562 * kUs;
+    c.launch_overhead_s = 4.54499 * kUs;
     return c;
   }();
   return k;
@@ -150,6 +155,7 @@ const std::vector<ConstantDef>& corpus_constant_defs() {
     };
     for (int g : kMeasuredEfaGenerations)
       add_factors("efa" + std::to_string(g), [g](CorpusConstants& c) -> PluginFactors& { return c.efa[g - 1]; });
+    add_factors("tcpx", [](CorpusConstants& c) -> PluginFactors& { return c.tcpx; });
     add_factors("tcpxo", [](CorpusConstants& c) -> PluginFactors& { return c.tcpxo; });
     // Without GPUDirect RDMA NCCL copies through a host bounce buffer: an extra PCIe crossing per transfer
     // (prior: a third of the bandwidth lost; wide, the corpus sets it). An added per-step latency for it

@@ -5,8 +5,8 @@
 /// corpus shows machines achieve:
 ///   B_local = η_class · ring bottleneck over non-network links     (η_nvlink or η_pcie by intra class)
 ///   B_net   = η_net · ring bottleneck over network links, η_net by network class (η_rdma, η_plugin, η_socket);
-///             EFA by generation and TCPXO scale the shared plugin values by their own factors (f_efa1,
-///             f_efa2, f_efa4, f_tcpxo on η and both step latencies; prior 1: partial pooling, so a plugin
+///             EFA by generation, TCPX and TCPXO scale the shared plugin values by their own factors (f_efa1,
+///             f_efa2, f_efa4, f_tcpx, f_tcpxo on η and both step latencies; prior 1: partial pooling, so a plugin
 ///             with few measurements stays near what the others show; EFA v3 has no measurement and takes
 ///             the shared values); × η_nogdr without GPUDirect RDMA
 ///   latency = s_lat · NCCL's base and intra-host hop latencies + per network step hop_LL or hop_pipe
@@ -26,7 +26,7 @@
 
 namespace lgreco::net {
 
-inline constexpr int kNumNetClasses = 3;  ///< rdma, plugin (EFA and TCPXO), socket
+inline constexpr int kNumNetClasses = 3;  ///< rdma, plugin (EFA, TCPX, TCPXO), socket
 /// The EFA generations the corpus has measurements of; the others keep factors of 1 (the shared values).
 inline constexpr std::array<int, 3> kMeasuredEfaGenerations{1, 2, 4};
 
@@ -42,6 +42,7 @@ struct CorpusConstants {
   std::array<double, kNumNetClasses> hop_ll_s{};        ///< LL latency per network step by network class
   std::array<double, kNumNetClasses> hop_pipe_s{};      ///< LL128/Simple latency per network step by network class
   std::array<PluginFactors, kMaxEfaGeneration> efa{};  ///< EFA's factors on the plugin class, by generation − 1
+  PluginFactors tcpx{};                                 ///< TCPX's factors on the plugin class
   PluginFactors tcpxo{};                                ///< TCPXO's factors on the plugin class
   double nogdr_efficiency = 1;  ///< η_nogdr: factor on η_transport when the NICs have no GPUDirect RDMA
   double latency_scale = 1;      ///< s_lat on NCCL's base and intra-host hop latencies

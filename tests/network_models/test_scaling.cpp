@@ -61,7 +61,7 @@ TEST_CASE("large-message bus bandwidth per NIC stays within the corpus range as 
        "beyond 2 hosts); on 2 hosts the NVLS tree halves the NIC traffic and the model gives 1.85x the line rate, above "
        "the 1.74x of the 2-host B200 InfiniBand run (lambda-b200-ib); no 2-host p6-b200 table at >= 1 GiB was found"},
   };
-  for (const char* spec : {"x8xA100-4x200G", "x8xH100-8x400G", "x8xB200-8x400G-efa", "x8xH100-8x200G-tcpxo"}) {
+  for (const char* spec : {"x8xA100-4x200G", "x8xH100-8x400G", "x8xB200-8x400G-efa", "x8xH100-8x200G-tcpxo", "x8xH100-4x200G-tcpx"}) {
     for (int nodes : {2, 3, 4, 8, 16, 32}) {
       const std::string name = std::to_string(nodes) + spec;
       const Topology t = preset_topology(name);
@@ -89,7 +89,7 @@ TEST_CASE("small messages get slower with more network hops, as measured", "[sca
         if (r1.ranks == 8 && r1.size_bytes == r4.size_bytes) CHECK(r4.time_s > r1.time_s);
     }
   }
-  for (const char* spec : {"x8xA100-4x200G", "x8xH100-8x400G", "x8xB200-8x400G-efa", "x8xH100-8x200G-tcpxo", "x8xV100-25GbE"}) {
+  for (const char* spec : {"x8xA100-4x200G", "x8xH100-8x400G", "x8xB200-8x400G-efa", "x8xH100-8x200G-tcpxo", "x8xH100-4x200G-tcpx", "x8xV100-25GbE"}) {
     double prev = 0;
     for (int nodes : {1, 2, 4, 8, 16, 32}) {
       const Topology t = preset_topology(std::to_string(nodes) + spec);
