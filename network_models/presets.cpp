@@ -11,6 +11,16 @@
 namespace lgreco::net {
 namespace {
 
+// The transport a cluster spec's plugin suffix names ("-efa", "-efa2", "-tcpx", "-tcpxo"): the suffix
+// without its dash and EFA generation is the transport's name as topology files write it (to_string).
+Transport plugin_transport(const std::string& suffix) {
+  std::string name = suffix.substr(1);
+  while (!name.empty() && name.back() >= '0' && name.back() <= '9') name.pop_back();
+  for (Transport t : {Transport::kEfa, Transport::kTcpx, Transport::kTcpxo})
+    if (name == to_string(t)) return t;
+  throw ConfigError("cluster suffix \"" + suffix + "\" names no plugin transport");
+}
+
 using units::kGB;
 
 /// PCIe x16 bandwidth NCCL assumes per generation (reference-network.md): Gen3 12, Gen4 24, Gen5 48 GB/s.
@@ -139,11 +149,9 @@ Topology preset_topology(const std::string& name) {
       throw ConfigError("topology \"" + name + "\": " + spec->plugin.substr(1) + " is a plugin transport, not TCP sockets (GbE)");
     if (spec->nogdr && spec->unit == "GbE")
       throw ConfigError("topology \"" + name + "\": -nogdr applies to NIC transports; TCP sockets (GbE) always stage through host memory");
-    t.transport = spec->unit == "GbE"                        ? Transport::kSocket
-                  : spec->plugin.rfind("-efa", 0) == 0      ? Transport::kEfa
-                  : spec->plugin == "-tcpx"                 ? Transport::kTcpx
-                  : spec->plugin == "-tcpxo"                ? Transport::kTcpxo
-                                                            : Transport::kRdma;
+    t.transport = spec->unit == "GbE"   ? Transport::kSocket
+                  : spec->plugin.empty() ? Transport::kRdma
+                                         : plugin_transport(spec->plugin);
     t.gpudirect = !spec->nogdr;
     if (t.transport == Transport::kEfa) {
       t.efa_generation = spec->plugin.size() > 4 ? spec->plugin[4] - '0' : default_efa_generation(t.gpu.name);

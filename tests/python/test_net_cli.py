@@ -43,8 +43,8 @@ def test_plugin_transports_in_cluster_specs_and_their_json(lgreco, tmp_path):
     """EFA (generation from the GPU or named), TCPX, TCPXO and NICs without GPUDirect RDMA: shown by `net
     topology`, kept through its JSON, and a different prediction from RDMA at the same line rate."""
     shown = {spec: lgreco("net", "topology", spec, check=True).stdout.splitlines()[0]
-             for spec in ("2x8xV100-1x100G-efa-nogdr", "2x8xA100-4x100G-efa", "2x8xH200-16x200G-efa3", "2x8xH100-8x200G-tcpxo",
-                                 "2x8xH100-4x200G-tcpx")}
+             for spec in ("2x8xV100-1x100G-efa-nogdr", "2x8xA100-4x100G-efa", "2x8xH200-16x200G-efa3",
+                          "2x8xH100-8x200G-tcpxo", "2x8xH100-4x200G-tcpx")}
     assert "transport efa v1 without GPUDirect RDMA" in shown["2x8xV100-1x100G-efa-nogdr"]
     assert "transport efa v1," in shown["2x8xA100-4x100G-efa"]
     assert "transport efa v3," in shown["2x8xH200-16x200G-efa3"]
