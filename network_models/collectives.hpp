@@ -43,6 +43,7 @@
 ///   ring   base_p + (nsteps' − nInter)·hop(intra) + nInter·hop(net), nsteps' = 2(n−1) / n−1 / n−1,
 ///          nInter = 2(N−1) allreduce, N−1 otherwise
 ///   tree   base_p + 2·((ppn−1)·hop(intra) + ⌊log2 N⌋·hop(net))
+///   (+ net_base once across hosts, a corpus extension below)
 ///   NVLS   nvls_latency (25 µs)
 /// Protocol availability: LL128 only on NVLink hosts of compute capability 70/80/90/100, and across
 /// hosts only with RDMA verbs (not over plugin transports or sockets).
@@ -61,6 +62,9 @@
 ///   nvls_tree (N > 1, NVLS GPUs, ppn ≥ 5, allreduce, Simple): algBw = min(5/6·B_local·m_nvls, η_net·B_net/f),
 ///          latency tree_base + 2⌊log2 N⌋·hop(net)
 ///   NVLS and NVLS-tree are not held to the floor F (their kernels do not run the slice pipeline)
+///   net_base_s: a latency paid once by every algorithm whose collective crosses hosts (N > 1), on top of
+///          the per-step network hops: a 2-host run alone cannot tell it from the steps, the 4- and 8-host
+///          IB runs can (the LL tree's small messages grow by about 10 µs per doubling of hosts, from 25-35 µs)
 ///   host_overhead_s: added to every call (a benchmark's host-side cost; 0 for the presets).
 ///
 /// NCCL's environment (ModelParams::nccl_env, nccl_env.hpp): a pair the job's NCCL_ALGO, NCCL_PROTO,
@@ -104,6 +108,7 @@ struct ModelParams {
   int channels = 2;
   double net_efficiency = 1;         ///< η_net: achieved fraction of the NIC rate
   double net_extra_hop_s = 0;        ///< extra latency per network hop (sockets)
+  double net_base_s = 0;             ///< once per collective that crosses hosts (corpus presets; 0 = none)
   double nvls_latency_s = 25e-6;
   double nvls_multiplier = 1;
   double pipeline_floor_s = 0;       ///< F: floor of the pipelined protocols (calibrated; 0 = none)

@@ -10,7 +10,8 @@
 ///             with few measurements stays near what the others show; EFA v3 has no measurement and takes
 ///             the shared values); × η_nogdr without GPUDirect RDMA
 ///   latency = s_lat · NCCL's base and intra-host hop latencies + per network step hop_LL or hop_pipe
-///             of the network class (LL, resp. LL128/Simple; × the plugin's factors)
+///             of the network class (LL, resp. LL128/Simple; × the plugin's factors) + once across hosts
+///             net_base of the network class
 ///   LL bandwidth × m_LL; LL128/Simple pipelined behind the floor F with the fill min(S/algBw, T); NVLS latency additive
 ///   NVLS algBw = κ_nvls · per-GPU NVLink bandwidth, latency L_nvls; NVLS-tree across hosts
 ///   tree NIC traffic: S per host and direction on 2 hosts, 2S beyond (collectives.hpp)
@@ -41,6 +42,7 @@ struct CorpusConstants {
   std::array<double, kNumNetClasses> eta_net{1, 1, 1};  ///< network achieved fraction by network class
   std::array<double, kNumNetClasses> hop_ll_s{};        ///< LL latency per network step by network class
   std::array<double, kNumNetClasses> hop_pipe_s{};      ///< LL128/Simple latency per network step by network class
+  std::array<double, kNumNetClasses> net_base_s{};      ///< latency once per collective across hosts by network class
   std::array<PluginFactors, kMaxEfaGeneration> efa{};  ///< EFA's factors on the plugin class, by generation − 1
   PluginFactors tcpx{};                                 ///< TCPX's factors on the plugin class
   PluginFactors tcpxo{};                                ///< TCPXO's factors on the plugin class
