@@ -40,61 +40,63 @@ const CorpusConstants& corpus_constants() {
     // Intra-host links at ≥ 256 MiB: a100-dgx and a100x8-galvatron rings (busbw 194-235 of 240 GB/s),
     // h200 allgather/reducescatter 16 GiB (361-363 of 370.8) and its NVLS-off rings at 4-8 ranks (363-367),
     // p6-b200 4-5 ranks 8 GiB and its NVLS-off rings at 4-8 ranks (674-682), v100 cube mesh
-    // ≥ 32 MiB; across hosts it also scales the GPU-NIC PCIe paths (h100 IB, oci A100 RoCE ≥ 1 GiB).
-    c.eta_nvlink = 0.944691;
+    // ≥ 32 MiB; across hosts it also scales the GPU-NIC PCIe paths (h100 IB, oci A100 RoCE ≥ 1 GiB, a3-ultra
+    // H200 RoCE all_gather ≥ 512 MiB: 319-326 GB/s busbw, the PCIe Gen5 path of each GPU to its NIC).
+    c.eta_nvlink = 0.899739;
     // rtx4090-pcie ≥ 64 MiB (2.2-3.9 GB/s without P2P), rtx4090-8x-pcie (12-15 GB/s) and the l40s RoCE
     // pair's intra-host path: the two GeForce boxes disagree by 4-6x, the fit sits between them.
-    c.eta_pcie = 0.307464;
+    c.eta_pcie = 0.298199;
     // rdma: h100-ndr-8node 4 and 8 hosts ≥ 512 MiB (busbw 287-325 on 8 x 400 Gb/s), h100-xe9680 and
     // h100-vm ≥ 1 GiB, nebius-h100 and lambda-b200 IB, gcp-a4-b200 RoCE ≥ 128 MiB (2 hosts, 331-696 GB/s
     // busbw), h20-ib, oci A100 RoCE. plugin: the shared value of EFA, TCPX and TCPXO, each scaled by its factor
     // below. socket: l40s sockets ≥ 4 MiB.
-    c.eta_net = {0.864961, 1.00958, 0.160815};
+    c.eta_net = {0.917173, 0.801378, 0.161109};
     // LL per network step. rdma: the slope from 2 to 4 and 8 hosts of the h100 IB runs ≤ 1 MiB (h100-xe9680 and
     // nebius 2 hosts 25-35 µs at ≤ 4 KiB, h100-vm 4 hosts 35-42 µs, h100-ndr 2/4/8 hosts at 1 MiB), b200 IB, l40s
     // RoCE ≤ 4 KiB; plugin (× factor): a3mega ≤ 512 KiB, p6-b200 32 ranks 256 KiB-4 MiB, p3dn/p4de/p5 ≤ 1 MiB,
     // a3high 8-16 MiB; socket: l40s sockets ≤ 4 KiB.
-    c.hop_ll_s = {3.36132 * kUs, 88.829 * kUs, 1.8998 * kUs};
+    c.hop_ll_s = {4.1316 * kUs, 87.8163 * kUs, 2.35912 * kUs};
     // LL128/Simple per network step. rdma: h20-ib 1-16 MiB, h100 and b200 IB and a4 RoCE 2-64 MiB; plugin
     // (× factor): a3mega 32-256 MiB, p6-b200 32 ranks 16-256 MiB, p3dn 1-64 MiB; socket: l40s sockets 1-4 MiB.
-    c.hop_pipe_s = {43.2117 * kUs, 250.47 * kUs, 15.8072 * kUs};
+    c.hop_pipe_s = {49.3677 * kUs, 318.863 * kUs, 14.6106 * kUs};
     // Once per collective across hosts. rdma: the 2-host intercept of the same IB rows (the per-step values above
     // give their slope with the host count); plugin: the EFA and TCPX/TCPXO rows want none (0.4 µs); socket: its
     // prior (l40s sockets has 2 hosts only, where the base and the steps cannot be told apart).
-    c.net_base_s = {19.9646 * kUs, 0.410765 * kUs, 4.96389 * kUs};
+    c.net_base_s = {18.9372 * kUs, 0.379722 * kUs, 4.45577 * kUs};
     // Factors {η, LL step, LL128/Simple step} on the plugin values. EFA v1: p4dn 2-4 nodes at 1 GiB (2 nodes
     // 30.5 GB/s algbw, 4 nodes 29.6 GB/s busbw), p4de, and p3dn with η_nogdr; v2: p5 (16 GiB at 260 GB/s algbw
     // on 32 x 100 Gb/s, 8 B-16 MiB in 65-298 µs); v4: p6-b200 4 nodes ≥ 1 GiB (381 GB/s busbw on 8 x 400 Gb/s,
     // 95 % of the line rate) and 16-256 MiB; TCPXO: a3mega allreduce (≥ 1 GiB 159-181 of 200 GB/s algbw, LL to
     // 16 MiB) and a3mega-dstack all_gather (8 MiB-8 GiB, 50-201 GB/s algbw); TCPX: a3high all_gather (≥ 128 MiB
-    // at 53 GB/s algbw on 4 x 200 Gb/s, 8-16 MiB in 785-1010 µs), whose slow steps (5.2x and 4.4x) raise the
-    // shared step latencies the others' factors scale (docs/network-model.md "Presets").
-    c.efa = {PluginFactors{0.654932, 0.794122, 2.50405}, PluginFactors{0.614818, 0.373346, 0.346232}, PluginFactors{},
-             PluginFactors{0.989979, 1.09796, 0.395924}};
-    c.tcpx = {0.497221, 5.20376, 4.43945};
-    c.tcpxo = {0.915077, 0.703563, 1.90754};
+    // at 53 GB/s algbw on 4 x 200 Gb/s, 8-16 MiB in 785-1010 µs) and a3high-skypilot's Ring/Simple allreduce
+    // (≥ 256 MiB at 66-68 GB/s busbw, 128 KiB-16 MiB in 1.3-1.8 ms; the two disagree by 1.3x at large sizes),
+    // whose slow steps (6.0x and 2.5x) raise the shared step latencies the others' factors scale (docs/network-model.md "Presets").
+    c.efa = {PluginFactors{0.822158, 0.811815, 1.72953}, PluginFactors{0.78793, 0.385914, 0.38606}, PluginFactors{},
+             PluginFactors{1.26302, 0.950443, 0.429108}};
+    c.tcpx = {0.642462, 5.95358, 2.49912};
+    c.tcpxo = {1.15103, 0.721323, 1.54826};
     // Without GPUDirect RDMA (p3dn, EFA v1): 2.5-8.8 GB/s busbw on one 100 Gb/s NIC across the three p3dn files
     // (p3dn-dlami's 8.8 is a ring: its run switched the tree off).
-    c.nogdr_efficiency = 0.500126;
+    c.nogdr_efficiency = 0.452885;
     // Single-host small rows: h200/p6-b200 pytorch ≤ 1 MiB, a100-dgx 32-128 KiB, v100 and rtx4090 ≤ 64 KiB; the
     // intra-host steps of p3dn-dlami's 16-rank ring ≤ 64 KiB (28 of its 30 steps).
-    c.latency_scale = 0.628362;
+    c.latency_scale = 0.579308;
     // LL slopes: h200/p6-b200 pytorch 512 KiB-2 MiB, rtx4090 16 KiB-16 MiB, v100 128 KiB-1 MiB, a3mega 1-4 MiB.
-    c.ll_bandwidth = 1.12631;
+    c.ll_bandwidth = 1.27388;
     c.floor_s = 0;  // the pipelined protocols' own latency L is their floor in the presets
     // Mid sizes 4-512 MiB: the measured time exceeds S/algBw by about 50-150 µs on a100-dgx, a100x8-galvatron,
     // v100 (rings) and h100-node005, h200, p6-b200 one node (NVLS).
-    c.fill_time_s = 112.178 * kUs;
+    c.fill_time_s = 104.012 * kUs;
     // NVLS rows: h200 nccl-tests 5-8 ranks and 16 GiB (busbw 414-480), p6-b200 6-8 ranks 8 GiB
     // (778-838), h100-node005 ≥ 128 MiB, h200/p6-b200 pytorch ≥ 1 GiB; across hosts the NVLS-tree rows of the
     // 2-host IB and RoCE runs ≥ 128 MiB.
-    c.nvls_fraction = 0.693503;
+    c.nvls_fraction = 0.693177;
     // Additive to the transfer (collectives.hpp): h200 pytorch 2-8 MiB above the PyTorch call cost.
-    c.nvls_latency_s = 8.41482 * kUs;
+    c.nvls_latency_s = 6.53605 * kUs;
     // h200/p6-b200 pytorch ≤ 512 KiB against the nccl-tests latencies of the other systems.
-    c.pytorch_overhead_s = 34.1759 * kUs;
+    c.pytorch_overhead_s = 36.1575 * kUs;
     // a100-dgx 32-128 KiB (-g 8: 44-52 µs), v100 and rtx4090-8x (-g 8) and rtx4090 4 ranks ≤ 4 KiB (-g 4).
-    c.launch_overhead_s = 4.96619 * kUs;
+    c.launch_overhead_s = 5.17398 * kUs;
     return c;
   }();
   return k;
