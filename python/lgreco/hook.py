@@ -161,17 +161,24 @@ class _InFlight:
     drops it (its __del__, under the GIL), and exit waits for the count to reach zero; (2) every hook
     keeps the tensors of its latest step's collectives (dropped when the next step starts, when gloo
     has long released them), and at exit those are kept for good: their Python objects then outlive
-    gloo's references, and gloo's last release frees nothing."""
+    gloo's references, and gloo's last release frees nothing; (3) the release that brings the count
+    to zero runs inside torch's frames on the transport's thread, which may still need the GIL after
+    it (to drop the future's Python wrapper, as far as we can tell): exit then pauses briefly with the
+    GIL released. Without the pause a rank of tests/python/test_py_async_hook.py's exit test aborted
+    once in 27 runs here (in one of 3 full-suite runs, none of 24 runs alone); this narrows the window
+    to a thread descheduled for longer than the pause, it does not close it."""
 
     def __init__(self):
         self._cond = threading.Condition()
         self._n = 0
         self.hooks: "weakref.WeakSet[ScheduleHook]" = weakref.WeakSet()
         self._kept: list = []
+        self._used = False
 
     def enter(self) -> None:
         with self._cond:
             self._n += 1
+            self._used = True
 
     def leave(self) -> None:
         with self._cond:
@@ -179,9 +186,12 @@ class _InFlight:
             if self._n == 0:
                 self._cond.notify_all()
 
-    def at_exit(self, timeout_s: float = 30.0) -> None:
+    def at_exit(self, timeout_s: float = 30.0, grace_s: float = 0.1) -> None:
         with self._cond:
             self._cond.wait_for(lambda: self._n == 0, timeout=timeout_s)
+            used = self._used
+        if used:
+            time.sleep(grace_s)  # (3): the last releasing thread leaves torch's frames
         for hook in list(self.hooks):
             self._kept.append(hook._held)
         # One reference Python never returns: finalisation clears this module, not the list.
