@@ -97,7 +97,6 @@ void CollectiveModel::build(const ModelParams& p_, Table& table) const {
   const double f_nic = N <= 2 ? 1.0 : 2.0;
   const double B_tree = p_.tree_nic_aware ? std::min(B_local, 2.0 * B_net / f_nic) : B;
   const double C = p_.channels;
-  const double net_base = N > 1 ? p_.net_base_s : 0.0;
   const bool ll128 = emb_.intra_class == LinkClass::kNvlink && (cc_ == 70 || cc_ == 80 || cc_ == 90 || cc_ == 100) &&
                      (N == 1 || transport_ == Transport::kRdma);
   auto hop = [&](const ProtocolParams& q, bool tree, int cls) {
@@ -125,7 +124,7 @@ void CollectiveModel::build(const ModelParams& p_, Table& table) const {
       Entry& ring = at(c, Algorithm::kRing, pr);
       ring.ok = true;
       ring.algbw_Bps = ring_bus(pr, B, ppn) * q.bw_multiplier * n / nsteps;
-      ring.latency_s = net_base + q.ring_base_s + (lat_steps - n_inter) * hop(q, false, intra) + n_inter * hop(q, false, kNet);
+      ring.latency_s = q.ring_base_s + (lat_steps - n_inter) * hop(q, false, intra) + n_inter * hop(q, false, kNet);
       ring.fill_s = pr == Protocol::kLL ? 0 : p_.fill_time_s;
       if (ar && N > 1) {
         Entry& tree = at(c, Algorithm::kTree, pr);
@@ -135,7 +134,7 @@ void CollectiveModel::build(const ModelParams& p_, Table& table) const {
         if (pr == Protocol::kLL128) bp = std::min(bt * (N == 1 ? 7.0 / 9.0 : 120.0 / 128.0), C * p_.ll128_tree_per_channel_Bps);
         tree.ok = true;
         tree.algbw_Bps = 0.5 * bp * q.bw_multiplier;
-        tree.latency_s = net_base + q.tree_base_s + 2 * ((ppn - 1) * hop(q, true, intra) + lgreco::floor_log2(static_cast<std::uint64_t>(N)) * hop(q, true, kNet));
+        tree.latency_s = q.tree_base_s + 2 * ((ppn - 1) * hop(q, true, intra) + lgreco::floor_log2(static_cast<std::uint64_t>(N)) * hop(q, true, kNet));
         tree.fill_s = pr == Protocol::kLL ? 0 : p_.fill_time_s;
       }
       if (ar && N > 1 && p_.allow_hierarchical) {
@@ -148,7 +147,7 @@ void CollectiveModel::build(const ModelParams& p_, Table& table) const {
         const double per_byte = (ppn > 1 ? 2.0 * (ppn - 1) / ppn / intra_bw : 0) + 2.0 * (N - 1) / N / ppn / inter_bw;
         h.ok = true;
         h.algbw_Bps = 1.0 / per_byte;
-        h.latency_s = net_base + (ppn > 1 ? 2 * (q.ring_base_s + (ppn - 1) * hop(q, false, intra)) : 0) + q.ring_base_s + 2 * (N - 1) * hop(q, false, kNet);
+        h.latency_s = (ppn > 1 ? 2 * (q.ring_base_s + (ppn - 1) * hop(q, false, intra)) : 0) + q.ring_base_s + 2 * (N - 1) * hop(q, false, kNet);
       }
     }
     if (nvls_ && c != Collective::kBroadcast) {
@@ -165,9 +164,19 @@ void CollectiveModel::build(const ModelParams& p_, Table& table) const {
       const ProtocolParams& q = p_.proto[static_cast<int>(Protocol::kSimple)];
       e.ok = true;
       e.algbw_Bps = std::min(5.0 / 6.0 * emb_.intra_ring_Bps * p_.nvls_multiplier, B_net / f_nic);
-      e.latency_s = net_base + q.tree_base_s + 2 * lgreco::floor_log2(static_cast<std::uint64_t>(N)) * hop(q, true, kNet);
+      e.latency_s = q.tree_base_s + 2 * lgreco::floor_log2(static_cast<std::uint64_t>(N)) * hop(q, true, kNet);
       e.fill_s = p_.fill_time_s;
       e.nvls = true;
+    }
+  }
+  // Across hosts every algorithm above crosses the network once per call: net_base_s (corpus presets).
+  if (N > 1 && p_.net_base_s > 0) {
+    for (auto& by_algorithm : table) {
+      for (auto& by_protocol : by_algorithm) {
+        for (Entry& e : by_protocol) {
+          if (e.ok) e.latency_s += p_.net_base_s;
+        }
+      }
     }
   }
 }
