@@ -46,7 +46,8 @@ const CorpusConstants& corpus_constants() {
     // rtx4090-pcie ≥ 64 MiB (2.2-3.9 GB/s without P2P), rtx4090-8x-pcie (12-15 GB/s) and the l40s RoCE
     // pair's intra-host path: the two GeForce boxes disagree by 4-6x, the fit sits between them.
     c.eta_pcie = 0.298941;
-    // rdma: h100-ndr-8node 4 and 8 hosts ≥ 512 MiB (busbw 287-325 on 8 x 400 Gb/s), h100-xe9680 and
+    // rdma: h100-ndr-8node 4 and 8 hosts ≥ 512 MiB (busbw 287-325 on 8 x 400 Gb/s), azure-ndv5 2-64 nodes at
+    // 8 GiB (its congested 16-64-node rows, 224-253 GB/s, pull it from 0.917 to 0.897), h100-xe9680 and
     // h100-vm ≥ 1 GiB, nebius-h100 and lambda-b200 IB, gcp-a4-b200 RoCE ≥ 128 MiB (2 hosts, 331-696 GB/s
     // busbw), h20-ib, oci A100 RoCE. plugin: the shared value of EFA, TCPX and TCPXO, each scaled by its factor
     // below. socket: l40s sockets ≥ 4 MiB.
@@ -88,8 +89,9 @@ const CorpusConstants& corpus_constants() {
     // v100 (rings) and h100-node005, h200, p6-b200 one node (NVLS).
     c.fill_time_s = 105.435 * kUs;
     // NVLS rows: h200 nccl-tests 5-8 ranks and 16 GiB (busbw 414-480), p6-b200 6-8 ranks 8 GiB
-    // (778-838), h100-node005 ≥ 128 MiB, h200/p6-b200 pytorch ≥ 1 GiB; across hosts the NVLS-tree rows of the
-    // 2-host IB and RoCE runs ≥ 128 MiB.
+    // (778-838), h100-node005 ≥ 128 MiB, h200/p6-b200 pytorch ≥ 1 GiB, the GB200 NVL72 rack's 72 ranks
+    // (297-425 GB/s algbw, below the 8-GPU hosts); across hosts the NVLS-tree rows of the 2-host IB and RoCE
+    // runs ≥ 128 MiB.
     c.nvls_fraction = 0.683239;
     // Additive to the transfer (collectives.hpp): h200 pytorch 2-8 MiB above the PyTorch call cost.
     c.nvls_latency_s = 8.10194 * kUs;
