@@ -39,7 +39,7 @@ const std::map<std::string, std::string> kKnownHeldOutMisses{
                            "busbw against the 352-354 the model's non-blocking switch gives (-38 % at 64 nodes); the source "
                            "attributes the drop to congestion in the fabric's spine, which the topology does not describe"},
     {"gb200-nvl72-rack", "72 ranks of one NVLink domain, modelled as one host of 72 B200: NVLS reaches 297-425 GB/s algbw "
-                         "at 512 MiB-8 GiB, the model's NVLS bandwidth (per GPU, from 8-GPU hosts) 440-490; -34.5 % at 512 MiB"},
+                         "at 512 MiB-8 GiB, the model's NVLS bandwidth (per GPU, from 8-GPU hosts) 447-490; -34.5 % at 512 MiB"},
     {"dgx-a100", "the sweep's NCCL (not stated; one process for 8 GPUs) has a 101 us plateau at 1-4 MiB that the NCCL 2.2x "
                  "hosts do not show"},
     {"gcp-a3-mega", "held out, TCPXO comes from gcp-a3-mega-dstack's all_gather (8-64 MiB in 167-447 us); this allreduce "
