@@ -112,3 +112,39 @@ def test_validate_corpus_refit_is_the_shipped_fit(tmp_path, lgreco):
     assert p.returncode == 2 and "exclude" in p.stderr
     p = lgreco("net", "validate", CORPUS / "a100-dgx-nccltests.tsv", "--refit")
     assert p.returncode == 2 and "--refit" in p.stderr
+
+
+def test_docs_presets_figures_are_the_tools(lgreco):
+    # docs/network-model.md quotes, per corpus system, the shipped presets' worst error at >= 1 MiB and
+    # below, and the totals; they must be what `lgreco net validate DIR` prints now, so a refit that
+    # leaves the docs behind fails here. (The held-out columns take a 3-minute refit per system; the
+    # C++ [loso] test holds those systems to their listed reasons.)
+    doc = json.loads(lgreco("net", "validate", CORPUS, "--format", "json", check=True).stdout)
+    text = (REPO / "docs" / "network-model.md").read_text()
+    header = "| system | held out ≥ 1 MiB | held out < 1 MiB | presets ≥ 1 MiB | presets < 1 MiB |"
+    assert text.count(header) == 1
+    lines = text.split(header, 1)[1].splitlines()[2:]
+    table = {}
+    for line in lines:
+        if not line.startswith("| "):
+            break
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        table[cells[0].removesuffix(" ✓")] = cells[3:5]
+
+    def quoted(cell):
+        return None if cell == "—" else float(cell.removesuffix(" %"))
+
+    tool = {s["system"]: s for s in doc["systems"]}
+    assert set(table) == set(tool)
+    for system, (large, small) in table.items():
+        for cell, key in ((large, "at_least_1MiB"), (small, "below_1MiB")):
+            worst = tool[system][key]
+            if worst is None:
+                assert quoted(cell) is None, (system, key, cell)
+            else:
+                assert quoted(cell) == pytest.approx(worst["error_pct"], abs=0.051), (system, key, cell)
+    t = doc["totals"]
+    assert f"rows are within the bars held out and {t['rows_within_bars']} with the shipped presets" in text.replace("\n", " ")
+    assert (f"Across all {t['rows']} rows the presets' median |ln(pred/meas)| is {t['median_abs_log_error']:.3f}"
+            in text.replace("\n", " "))
+    assert f"({t['rows']} rows, {t['systems']} systems," in text
