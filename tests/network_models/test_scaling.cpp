@@ -58,7 +58,8 @@ TEST_CASE("large-message bus bandwidth per NIC stays within the corpus range as 
   const std::map<std::string, std::string> known_above{
       {"2x8xB200-8x400G-efa",
        "EFA v4's efficiency comes from p6-b200's 4-node rows alone (busbw 0.95 of the line rate; beyond 2 hosts "
-       "only together-b200-ib's InfiniBand Ring rows, 0.93-0.98, are higher); on 2 hosts the NVLS tree halves the NIC traffic and the model gives 1.85x the line rate, above "
+       "only together-b200-ib's InfiniBand Ring rows, 0.93-0.98, are higher); on 2 hosts the NVLS tree halves the "
+       "NIC traffic and the model gives 1.85x the line rate, above "
        "the 1.74x of the 2-host B200 InfiniBand run (lambda-b200-ib); no 2-host p6-b200 table at >= 1 GiB was found"},
   };
   for (const char* spec : {"x8xA100-4x200G", "x8xH100-8x400G", "x8xB200-8x400G-efa", "x8xH100-8x200G-tcpxo", "x8xH100-4x200G-tcpx"}) {

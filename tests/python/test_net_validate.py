@@ -143,8 +143,7 @@ def test_docs_presets_figures_are_the_tools(lgreco):
                 assert quoted(cell) is None, (system, key, cell)
             else:
                 assert quoted(cell) == pytest.approx(worst["error_pct"], abs=0.051), (system, key, cell)
-    t = doc["totals"]
-    assert f"rows are within the bars held out and {t['rows_within_bars']} with the shipped presets" in text.replace("\n", " ")
-    assert (f"Across all {t['rows']} rows the presets' median |ln(pred/meas)| is {t['median_abs_log_error']:.3f}"
-            in text.replace("\n", " "))
+    t, prose = doc["totals"], text.replace("\n", " ")
+    assert f"rows are within the bars held out and {t['rows_within_bars']} with the shipped presets" in prose
+    assert f"Across all {t['rows']} rows the presets' median |ln(pred/meas)| is {t['median_abs_log_error']:.3f}" in prose
     assert f"({t['rows']} rows, {t['systems']} systems," in text
