@@ -102,6 +102,29 @@ CorpusTotals corpus_totals(const std::vector<SystemValidation>& validated) {
   return t;
 }
 
+bool NodeTrend::meets_bar() const {
+  return std::all_of(points.begin(), points.end(), [](const Point& p) { return std::abs(p.point.error()) <= kTrendBar; });
+}
+
+std::vector<NodeTrend> node_count_trends(const std::vector<SystemValidation>& validated) {
+  std::vector<NodeTrend> out;
+  for (const auto& v : validated) {
+    std::map<int, ValidationPoint> largest;  // host count -> row at the largest size
+    for (const auto& [f, p] : v.points) {
+      if (p.row.collective != Collective::kAllreduce) continue;
+      auto it = largest.find(p.hosts);
+      if (it == largest.end() || p.row.size_bytes > it->second.row.size_bytes) largest.insert_or_assign(p.hosts, p);
+    }
+    if (largest.size() < 2) continue;
+    NodeTrend t{v.system, {}};
+    const ValidationPoint& base = largest.begin()->second;
+    for (const auto& [hosts, p] : largest)
+      t.points.push_back({hosts, p, p.row.time_s / base.row.time_s, p.predicted_s / base.predicted_s});
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
 std::vector<std::string> corpus_systems(const std::vector<PreparedFile>& files) {
   std::set<std::string> s;
   for (const auto& f : files) s.insert(f.file.system);

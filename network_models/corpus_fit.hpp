@@ -107,6 +107,24 @@ CorpusTotals corpus_totals(const std::vector<SystemValidation>& validated);
 /// The same median for bare |ln(pred/meas)| values (0 when empty).
 double upper_median(std::vector<double> values);
 
+/// Node-count trend bar of issue 13: the largest published size at each host count within 25 %.
+inline constexpr double kTrendBar = 0.25;
+
+/// A multi-node system's node-count trend: per host count, the allreduce row at the largest size published
+/// for that host count (the first in file order on a tie), and its time over that of the fewest hosts,
+/// measured and predicted. Systems with allreduce rows at one host count only have no trend.
+struct NodeTrend {
+  struct Point {
+    int hosts = 1;
+    ValidationPoint point;
+    double measured_ratio = 1, predicted_ratio = 1;  ///< t / t(fewest hosts)
+  };
+  std::string system;
+  std::vector<Point> points;  ///< by host count, ascending
+  bool meets_bar() const;     ///< every point's |error| ≤ kTrendBar
+};
+std::vector<NodeTrend> node_count_trends(const std::vector<SystemValidation>& validated);
+
 /// The systems of `files`, sorted.
 std::vector<std::string> corpus_systems(const std::vector<PreparedFile>& files);
 

@@ -230,12 +230,37 @@ int validate_corpus_dir(const std::string& dir, bool holdout, bool refit, Format
   if (fmt != Format::kJson)
     std::printf("systems within the bars: %d of %d; rows within their bar: %d of %d; median |ln(pred/meas)| %.3f\n", t.systems_within,
                 t.systems, t.rows_within, t.rows, t.median_abs_log);
+  // Node-count trends of the multi-node systems, from the same predictions.
+  const auto trends = net::node_count_trends(validated);
+  Json trends_json = Json::array();
+  int trends_within = 0;
+  if (fmt != Format::kJson && !trends.empty())
+    std::printf("\nnode-count trends: allreduce at the largest size of each host count (bar %.0f %%)\n%-26s %5s %14s %12s %12s %8s %9s %9s\n",
+                100 * net::kTrendBar, "system", "hosts", "size_bytes", "meas_us", "pred_us", "error_%", "meas_t/t0", "pred_t/t0");
+  for (const auto& tr : trends) {
+    Json points = Json::array();
+    for (const auto& q : tr.points) {
+      const auto& p = q.point;
+      points.push_back({{"hosts", q.hosts}, {"ranks", p.row.ranks}, {"size_bytes", p.row.size_bytes}, {"measured_us", p.row.time_s * 1e6},
+                        {"predicted_us", p.predicted_s * 1e6}, {"error_pct", 100 * p.error()}, {"measured_ratio", q.measured_ratio},
+                        {"predicted_ratio", q.predicted_ratio}});
+      if (fmt != Format::kJson)
+        std::printf("%-26s %5d %14.0f %12.1f %12.1f %+8.1f %9.2f %9.2f%s\n", tr.system.c_str(), q.hosts, p.row.size_bytes, p.row.time_s * 1e6,
+                    p.predicted_s * 1e6, 100 * p.error(), q.measured_ratio, q.predicted_ratio,
+                    std::abs(p.error()) > net::kTrendBar ? "  (misses the bar)" : "");
+    }
+    if (tr.meets_bar()) ++trends_within;
+    trends_json.push_back({{"system", tr.system}, {"meets_bar", tr.meets_bar()}, {"points", points}});
+  }
+  if (fmt != Format::kJson && !trends.empty())
+    std::printf("node-count trends within the bar: %d of %zu systems\n", trends_within, trends.size());
   if (fmt == Format::kJson) {
     const Json totals{{"systems", t.systems}, {"systems_within_bars", t.systems_within}, {"rows", t.rows},
-                      {"rows_within_bars", t.rows_within}, {"median_abs_log_error", t.median_abs_log}};
+                      {"rows_within_bars", t.rows_within}, {"median_abs_log_error", t.median_abs_log},
+                      {"trends", trends.size()}, {"trends_within_bar", trends_within}};
     std::cout << Json{{"schema_version", 1}, {"kind", "lgreco-net-validate-corpus"}, {"mode", mode}, {"constants", constants},
-                      {"bars_pct", {{"at_least_1MiB", 100 * net::kLargeBar}, {"below_1MiB", 100 * net::kSmallBar}}},
-                      {"systems", systems}, {"totals", totals}, {"rows", rows}, {"provenance", provenance_json({})}}
+                      {"bars_pct", {{"at_least_1MiB", 100 * net::kLargeBar}, {"below_1MiB", 100 * net::kSmallBar}, {"node_trend", 100 * net::kTrendBar}}},
+                      {"systems", systems}, {"trends", trends_json}, {"totals", totals}, {"rows", rows}, {"provenance", provenance_json({})}}
                      .dump(2)
               << "\n";
   }
