@@ -117,8 +117,8 @@ def test_validate_corpus_refit_is_the_shipped_fit(tmp_path, lgreco):
 def test_docs_presets_figures_are_the_tools(lgreco):
     # docs/network-model.md quotes, per corpus system, the shipped presets' worst error at >= 1 MiB and
     # below, and the totals; they must be what `lgreco net validate DIR` prints now, so a refit that
-    # leaves the docs behind fails here. (The held-out columns take a 3-minute refit per system; the
-    # C++ [loso] test holds those systems to their listed reasons.)
+    # leaves the docs behind fails here. (The held-out columns take a 3-minute refit of every system; the
+    # C++ [loso] test, which runs it anyway, checks them.)
     doc = json.loads(lgreco("net", "validate", CORPUS, "--format", "json", check=True).stdout)
     text = (REPO / "docs" / "network-model.md").read_text()
     header = "| system | held out ≥ 1 MiB | held out < 1 MiB | presets ≥ 1 MiB | presets < 1 MiB |"
@@ -147,3 +147,66 @@ def test_docs_presets_figures_are_the_tools(lgreco):
     assert f"rows are within the bars held out and {t['rows_within_bars']} with the shipped presets" in prose
     assert f"Across all {t['rows']} rows the presets' median |ln(pred/meas)| is {t['median_abs_log_error']:.3f}" in prose
     assert f"({t['rows']} rows, {t['systems']} systems," in text
+
+
+def _quantity(cell, units):
+    """'8.14 ms' -> (8.14 in the base unit, half a unit of its last digit); the docs write minus as '−'."""
+    number, unit = cell.replace("−", "-").split()
+    decimals = len(number.split(".")[1]) if "." in number else 0
+    return float(number) * units[unit], 0.5 * 10 ** -decimals * units[unit]
+
+
+def test_docs_node_trends_are_the_tools(lgreco):
+    # The node-count trend table of docs/network-model.md (shipped presets, largest allreduce size per
+    # host count) is what `lgreco net validate DIR` prints under "node-count trends", cell by cell, to
+    # the digits the table shows; the trends' own figures are recomputed from the rows here.
+    doc = json.loads(lgreco("net", "validate", CORPUS, "--format", "json", check=True).stdout)
+    text = (REPO / "docs" / "network-model.md").read_text()
+    header = "| system | nodes | size | measured | predicted | error | t/t(first) measured / predicted |"
+    assert text.count(header) == 1
+    quoted = []
+    for line in text.split(header, 1)[1].splitlines()[2:]:
+        if not line.startswith("| "):
+            break
+        quoted.append([c.strip() for c in line.strip("|").split("|")])
+    # Every trend point once, in any order of systems.
+    tool = {(t["system"], p["hosts"]): p for t in doc["trends"] for p in t["points"]}
+    assert sorted((c[0], int(c[1])) for c in quoted) == sorted(tool)
+    sizes = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
+    times = {"µs": 1, "ms": 1e3, "s": 1e6}
+    for cells in quoted:
+        p = tool[(cells[0], int(cells[1]))]
+        size, _ = _quantity(cells[2], sizes)
+        assert size == p["size_bytes"], cells
+        for cell, key in ((cells[3], "measured_us"), (cells[4], "predicted_us")):
+            value, half = _quantity(cell, times)
+            assert abs(value - p[key]) <= half * 1.0001, (cells, key, p[key])
+        error, half = _quantity(cells[5], {"%": 1})
+        assert abs(error - p["error_pct"]) <= half * 1.0001, (cells, p["error_pct"])
+        ratios = cells[6].split(" / ")
+        for cell, key in zip(ratios, ("measured_ratio", "predicted_ratio")):
+            assert abs(float(cell) - p[key]) <= 0.005 * 1.0001, (cells, key, p[key])
+    # The trends come from the document's own rows: per system and host count the allreduce at the
+    # largest size (the first one on a tie), its ratio to the fewest hosts, and the 25 % bar.
+    assert doc["bars_pct"]["node_trend"] == 25.0
+    for trend in doc["trends"]:
+        rows = [r for r in doc["rows"] if r["system"] == trend["system"] and r["collective"] == "allreduce"]
+        largest = {}
+        for r in rows:
+            if r["hosts"] not in largest or r["size_bytes"] > largest[r["hosts"]]["size_bytes"]:
+                largest[r["hosts"]] = r
+        assert [p["hosts"] for p in trend["points"]] == sorted(largest) and len(largest) >= 2
+        base = largest[min(largest)]
+        for p in trend["points"]:
+            r = largest[p["hosts"]]
+            assert (p["size_bytes"], p["measured_us"], p["predicted_us"]) == (r["size_bytes"], r["measured_us"], r["predicted_us"])
+            assert p["measured_ratio"] == pytest.approx(r["measured_us"] / base["measured_us"], rel=1e-12)
+            assert p["predicted_ratio"] == pytest.approx(r["predicted_us"] / base["predicted_us"], rel=1e-12)
+        assert trend["meets_bar"] == all(abs(p["error_pct"]) <= 25.0 for p in trend["points"])
+    hosts = {}
+    for r in doc["rows"]:
+        if r["collective"] == "allreduce":
+            hosts.setdefault(r["system"], set()).add(r["hosts"])
+    assert {t["system"] for t in doc["trends"]} == {s for s, h in hosts.items() if len(h) > 1}
+    assert doc["totals"]["trends"] == len(doc["trends"])
+    assert doc["totals"]["trends_within_bar"] == sum(t["meets_bar"] for t in doc["trends"])
