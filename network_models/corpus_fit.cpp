@@ -65,6 +65,31 @@ std::vector<ValidationPoint> predict_file(const PreparedFile& f, const CorpusCon
   return out;
 }
 
+std::vector<ValidationPoint> predict_file_nccl(const PreparedFile& f) {
+  std::map<int, CollectiveModel> models;
+  std::vector<ValidationPoint> out;
+  for (const auto& r : f.file.rows) {
+    const Embedding& e = f.embeddings.at(r.ranks);
+    auto it = models.find(r.ranks);
+    if (it == models.end()) {
+      ModelParams p = nccl_params(f.topology, e);
+      p.nccl_env = f.file.nccl_env;
+      p.host_overhead_s = benchmark_overhead_s(corpus_constants(), f.file.benchmark, f.file.gpus_per_process(e.ranks_per_host));
+      it = models.emplace(r.ranks, CollectiveModel(e, f.topology, p)).first;
+    }
+    const Choice ch = it->second.best(r.collective, r.size_bytes);
+    out.push_back({r, e.hosts, ch.time_s, ch.algorithm, ch.protocol});
+  }
+  return out;
+}
+
+double nccl_constants_median(const std::vector<PreparedFile>& files) {
+  std::vector<double> abs_log;
+  for (const auto& f : files)
+    for (const auto& p : predict_file_nccl(f)) abs_log.push_back(std::abs(std::log(p.predicted_s / p.row.time_s)));
+  return upper_median(std::move(abs_log));
+}
+
 ErrorSummary summarize(const std::vector<ValidationPoint>& points) {
   ErrorSummary s;
   for (const auto& p : points) {

@@ -48,6 +48,11 @@ struct ValidationPoint {
 /// Predictions of a file's rows with constants `k`; `benchmark_terms` adds the benchmark's host cost.
 std::vector<ValidationPoint> predict_file(const PreparedFile& f, const CorpusConstants& k, bool benchmark_terms = true);
 
+/// The same rows predicted by NCCL's own model (nccl_params: its latencies and link rates, no corpus
+/// constants) under the run's nccl_env, with the shipped presets' benchmark terms, so that only the
+/// network constants differ from predict_file's: the baseline the presets are measured against.
+std::vector<ValidationPoint> predict_file_nccl(const PreparedFile& f);
+
 /// Worst |error| at sizes ≥ 1 MiB and below, with the points that have them.
 struct ErrorSummary {
   std::optional<ValidationPoint> worst_large, worst_small;
@@ -104,6 +109,8 @@ struct CorpusTotals {
   double median_abs_log = 0;
 };
 CorpusTotals corpus_totals(const std::vector<SystemValidation>& validated);
+/// The median |ln(pred/meas)| of every row of `files` with NCCL's own constants (predict_file_nccl).
+double nccl_constants_median(const std::vector<PreparedFile>& files);
 /// The same median for bare |ln(pred/meas)| values (0 when empty).
 double upper_median(std::vector<double> values);
 

@@ -227,9 +227,10 @@ int validate_corpus_dir(const std::string& dir, bool holdout, bool refit, Format
     }
   }
   const net::CorpusTotals t = net::corpus_totals(validated);
+  const double nccl_median = net::nccl_constants_median(files);  // the baseline: NCCL's own constants
   if (fmt != Format::kJson)
-    std::printf("systems within the bars: %d of %d; rows within their bar: %d of %d; median |ln(pred/meas)| %.3f\n", t.systems_within,
-                t.systems, t.rows_within, t.rows, t.median_abs_log);
+    std::printf("systems within the bars: %d of %d; rows within their bar: %d of %d; median |ln(pred/meas)| %.3f (NCCL's own constants: %.3f)\n",
+                t.systems_within, t.systems, t.rows_within, t.rows, t.median_abs_log, nccl_median);
   // Node-count trends of the multi-node systems, from the same predictions.
   const auto trends = net::node_count_trends(validated);
   Json trends_json = Json::array();
@@ -257,6 +258,7 @@ int validate_corpus_dir(const std::string& dir, bool holdout, bool refit, Format
   if (fmt == Format::kJson) {
     const Json totals{{"systems", t.systems}, {"systems_within_bars", t.systems_within}, {"rows", t.rows},
                       {"rows_within_bars", t.rows_within}, {"median_abs_log_error", t.median_abs_log},
+                      {"median_abs_log_error_nccl_constants", nccl_median},
                       {"trends", trends.size()}, {"trends_within_bar", trends_within}};
     std::cout << Json{{"schema_version", 1}, {"kind", "lgreco-net-validate-corpus"}, {"mode", mode}, {"constants", constants},
                       {"bars_pct", {{"at_least_1MiB", 100 * net::kLargeBar}, {"below_1MiB", 100 * net::kSmallBar}, {"node_trend", 100 * net::kTrendBar}}},

@@ -89,6 +89,11 @@ def test_validate_corpus_directory(lgreco):
     assert t["systems"] == len(doc["systems"]) and t["systems_within_bars"] == sum(s["meets_bars"] for s in doc["systems"])
     logs = sorted(abs(math.log(r["predicted_us"] / r["measured_us"])) for r in doc["rows"])
     assert t["median_abs_log_error"] == pytest.approx(logs[len(logs) // 2], rel=1e-9)
+    # The baseline the presets are measured against: NCCL's own constants on the same rows, further off.
+    assert t["median_abs_log_error_nccl_constants"] > t["median_abs_log_error"]
+    lines = lgreco("net", "validate", CORPUS, check=True).stdout.splitlines()
+    summary = next(line for line in lines if line.startswith("systems within the bars:"))
+    assert summary.endswith(f"(NCCL's own constants: {t['median_abs_log_error_nccl_constants']:.3f})")
     p = lgreco("net", "validate", CORPUS, "--topology", "dgx-a100")
     assert p.returncode == 2 and "corpus directory" in p.stderr
     p = lgreco("net", "validate", CORPUS / "a100-dgx-nccltests.tsv", "--holdout")
@@ -145,7 +150,8 @@ def test_docs_presets_figures_are_the_tools(lgreco):
                 assert quoted(cell) == pytest.approx(worst["error_pct"], abs=0.051), (system, key, cell)
     t, prose = doc["totals"], text.replace("\n", " ")
     assert f"rows are within the bars held out and {t['rows_within_bars']} with the shipped presets" in prose
-    assert f"Across all {t['rows']} rows the presets' median |ln(pred/meas)| is {t['median_abs_log_error']:.3f}" in prose
+    assert (f"Across all {t['rows']} rows the presets' median |ln(pred/meas)| is {t['median_abs_log_error']:.3f} "
+            f"against {t['median_abs_log_error_nccl_constants']:.3f} for NCCL's constants") in prose
     assert f"({t['rows']} rows, {t['systems']} systems," in text
 
 
