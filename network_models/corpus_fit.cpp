@@ -18,12 +18,29 @@ namespace {
 
 constexpr std::uint64_t kCorpusFitSeed = 20261313;
 
-ModelParams row_params(const PreparedFile& f, const Embedding& e, const CorpusConstants& k, bool benchmark_terms) {
+// The model of a row of `f`: NCCL's parameters with the corpus constants `k` (nullptr: NCCL's own), under the
+// run's nccl_env, plus the benchmark's host cost when asked (the shipped presets' terms when `k` is null).
+ModelParams row_params(const PreparedFile& f, const Embedding& e, const CorpusConstants* k, bool benchmark_terms) {
   ModelParams p = nccl_params(f.topology, e);
-  apply_corpus_constants(p, f.topology, e, k);
+  if (k) apply_corpus_constants(p, f.topology, e, *k);
   p.nccl_env = f.file.nccl_env;
-  if (benchmark_terms) p.host_overhead_s = benchmark_overhead_s(k, f.file.benchmark, f.file.gpus_per_process(e.ranks_per_host));
+  if (benchmark_terms)
+    p.host_overhead_s = benchmark_overhead_s(k ? *k : corpus_constants(), f.file.benchmark, f.file.gpus_per_process(e.ranks_per_host));
   return p;
+}
+
+// Every row of `f` predicted by row_params(f, e, k, benchmark_terms), one model per rank count.
+std::vector<ValidationPoint> predict_rows(const PreparedFile& f, const CorpusConstants* k, bool benchmark_terms) {
+  std::map<int, CollectiveModel> models;
+  std::vector<ValidationPoint> out;
+  for (const auto& r : f.file.rows) {
+    const Embedding& e = f.embeddings.at(r.ranks);
+    auto it = models.find(r.ranks);
+    if (it == models.end()) it = models.emplace(r.ranks, CollectiveModel(e, f.topology, row_params(f, e, k, benchmark_terms))).first;
+    const Choice ch = it->second.best(r.collective, r.size_bytes);
+    out.push_back({r, e.hosts, ch.time_s, ch.algorithm, ch.protocol});
+  }
+  return out;
 }
 
 CorpusConstants from_x(const std::vector<double>& x) {
@@ -53,35 +70,10 @@ std::vector<PreparedFile> prepare_corpus(const std::vector<CorpusFile>& files) {
 }
 
 std::vector<ValidationPoint> predict_file(const PreparedFile& f, const CorpusConstants& k, bool benchmark_terms) {
-  std::map<int, CollectiveModel> models;
-  std::vector<ValidationPoint> out;
-  for (const auto& r : f.file.rows) {
-    const Embedding& e = f.embeddings.at(r.ranks);
-    auto it = models.find(r.ranks);
-    if (it == models.end()) it = models.emplace(r.ranks, CollectiveModel(e, f.topology, row_params(f, e, k, benchmark_terms))).first;
-    const Choice ch = it->second.best(r.collective, r.size_bytes);
-    out.push_back({r, e.hosts, ch.time_s, ch.algorithm, ch.protocol});
-  }
-  return out;
+  return predict_rows(f, &k, benchmark_terms);
 }
 
-std::vector<ValidationPoint> predict_file_nccl(const PreparedFile& f) {
-  std::map<int, CollectiveModel> models;
-  std::vector<ValidationPoint> out;
-  for (const auto& r : f.file.rows) {
-    const Embedding& e = f.embeddings.at(r.ranks);
-    auto it = models.find(r.ranks);
-    if (it == models.end()) {
-      ModelParams p = nccl_params(f.topology, e);
-      p.nccl_env = f.file.nccl_env;
-      p.host_overhead_s = benchmark_overhead_s(corpus_constants(), f.file.benchmark, f.file.gpus_per_process(e.ranks_per_host));
-      it = models.emplace(r.ranks, CollectiveModel(e, f.topology, p)).first;
-    }
-    const Choice ch = it->second.best(r.collective, r.size_bytes);
-    out.push_back({r, e.hosts, ch.time_s, ch.algorithm, ch.protocol});
-  }
-  return out;
-}
+std::vector<ValidationPoint> predict_file_nccl(const PreparedFile& f) { return predict_rows(f, nullptr, true); }
 
 double nccl_constants_median(const std::vector<PreparedFile>& files) {
   std::vector<double> abs_log;
@@ -128,7 +120,7 @@ CorpusTotals corpus_totals(const std::vector<SystemValidation>& validated) {
 }
 
 bool NodeTrend::meets_bar() const {
-  return std::all_of(points.begin(), points.end(), [](const Point& p) { return std::abs(p.point.error()) <= kTrendBar; });
+  return std::all_of(points.begin(), points.end(), [](const Point& p) { return p.within_bar(); });
 }
 
 std::vector<NodeTrend> node_count_trends(const std::vector<SystemValidation>& validated) {

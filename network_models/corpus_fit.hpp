@@ -15,6 +15,7 @@
 /// EFA v1, from setting EFA v1's constants alone). Deterministic starts: the priors' centres, then
 /// seeded perturbations.
 /// Leave-one-system-out: for each system, fit on all other systems' files and predict its rows.
+#include <cmath>
 #include <map>
 #include <optional>
 #include <string>
@@ -125,10 +126,11 @@ struct NodeTrend {
     int hosts = 1;
     ValidationPoint point;
     double measured_ratio = 1, predicted_ratio = 1;  ///< t / t(fewest hosts)
+    bool within_bar() const { return std::abs(point.error()) <= kTrendBar; }
   };
   std::string system;
   std::vector<Point> points;  ///< by host count, ascending
-  bool meets_bar() const;     ///< every point's |error| ≤ kTrendBar
+  bool meets_bar() const;     ///< every point within_bar
 };
 std::vector<NodeTrend> node_count_trends(const std::vector<SystemValidation>& validated);
 

@@ -248,7 +248,7 @@ int validate_corpus_dir(const std::string& dir, bool holdout, bool refit, Format
       if (fmt != Format::kJson)
         std::printf("%-26s %5d %14.0f %12.1f %12.1f %+8.1f %9.2f %9.2f%s\n", tr.system.c_str(), q.hosts, p.row.size_bytes, p.row.time_s * 1e6,
                     p.predicted_s * 1e6, 100 * p.error(), q.measured_ratio, q.predicted_ratio,
-                    std::abs(p.error()) > net::kTrendBar ? "  (misses the bar)" : "");
+                    q.within_bar() ? "" : "  (misses the bar)");
     }
     if (tr.meets_bar()) ++trends_within;
     trends_json.push_back({{"system", tr.system}, {"meets_bar", tr.meets_bar()}, {"points", points}});
