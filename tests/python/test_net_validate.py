@@ -216,3 +216,60 @@ def test_docs_node_trends_are_the_tools(lgreco):
     assert {t["system"] for t in doc["trends"]} == {s for s, h in hosts.items() if len(h) > 1}
     assert doc["totals"]["trends"] == len(doc["trends"])
     assert doc["totals"]["trends_within_bar"] == sum(t["meets_bar"] for t in doc["trends"])
+
+
+# The docs' constants table (docs/network-model.md "Presets and their constants"): which fitted constants
+# each row quotes, in the order its value cell lists them ("a / b / c" or "a, b, c").
+_DOCS_CONSTANT_ROWS = {
+    "η_nvlink": ["eta_nvlink"],
+    "η_pcie": ["eta_pcie"],
+    "η_rdma": ["eta_rdma"],
+    "η_plugin": ["eta_plugin"],
+    "η_socket": ["eta_socket"],
+    "LL latency per network step": ["hop_ll_rdma", "hop_ll_plugin", "hop_ll_socket"],
+    "LL128/Simple latency per network step": ["hop_pipe_rdma", "hop_pipe_plugin", "hop_pipe_socket"],
+    "latency once per collective across hosts": ["net_base_rdma", "net_base_plugin", "net_base_socket"],
+    "factors on η_plugin, plugin LL step, plugin LL128/Simple step: EFA v1": [
+        "efa1_eta_factor", "efa1_hop_ll_factor", "efa1_hop_pipe_factor"],
+    "the same: EFA v2": ["efa2_eta_factor", "efa2_hop_ll_factor", "efa2_hop_pipe_factor"],
+    "the same: EFA v4": ["efa4_eta_factor", "efa4_hop_ll_factor", "efa4_hop_pipe_factor"],
+    "the same: TCPX": ["tcpx_eta_factor", "tcpx_hop_ll_factor", "tcpx_hop_pipe_factor"],
+    "the same: TCPXO": ["tcpxo_eta_factor", "tcpxo_hop_ll_factor", "tcpxo_hop_pipe_factor"],
+    "η_nogdr": ["nogdr_efficiency"],
+    "s_lat": ["latency_scale"],
+    "m_LL": ["ll_bandwidth"],
+    "T (pipeline fill": ["fill"],
+    "κ_nvls": ["nvls_fraction"],
+    "NVLS latency": ["nvls_latency"],
+    "τ_pytorch": ["pytorch_overhead"],
+    "τ_launch": ["launch_overhead"],
+}
+
+
+def test_docs_constants_table_is_the_shipped_presets(lgreco):
+    # Every value of the docs' constants table is a shipped constant as `lgreco net validate DIR --format
+    # json` reports it (the units the tool prints: µs for latencies), to the digits the table shows, and
+    # every shipped constant is in the table once: a refit that leaves the table behind fails here.
+    constants = json.loads(lgreco("net", "validate", CORPUS, "--format", "json", check=True).stdout)["constants"]
+    text = (REPO / "docs" / "network-model.md").read_text()
+    header = "| constant | value | prior (before the corpus) | corpus rows that determine it |"
+    assert text.count(header) == 1
+    quoted = {}
+    for line in text.split(header, 1)[1].splitlines()[2:]:
+        if not line.startswith("| "):
+            break
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        # A row quotes key k when its first cell starts with k and the name does not go on ("TCPX" is not "TCPXO").
+        keys = [k for k in _DOCS_CONSTANT_ROWS if cells[0].startswith(k) and
+                (len(cells[0]) == len(k) or not (cells[0][len(k)].isalnum() or cells[0][len(k)] == "_"))]
+        assert len(keys) == 1, cells[0]
+        names = _DOCS_CONSTANT_ROWS[keys[0]]
+        values = cells[1].removesuffix(" µs").replace(" / ", ", ").split(", ")
+        assert len(values) == len(names), (cells[0], cells[1])
+        for name, value in zip(names, values):
+            assert name not in quoted, name
+            quoted[name] = value
+    assert sorted(quoted) == sorted(constants)
+    for name, value in quoted.items():
+        decimals = len(value.split(".")[1]) if "." in value else 0
+        assert abs(float(value) - constants[name]) <= 0.5 * 10 ** -decimals * 1.0001, (name, value, constants[name])
