@@ -169,12 +169,16 @@ void CollectiveModel::build(const ModelParams& p_, Table& table) const {
       e.nvls = true;
     }
   }
-  // Across hosts every algorithm above crosses the network once per call: net_base_s (corpus presets).
-  if (N > 1 && p_.net_base_s > 0) {
+  // Across hosts every algorithm above crosses the network once per call: net_base_s, and the pipelined
+  // protocols' transfer gains net_fill_time_s (corpus presets).
+  if (N > 1 && (p_.net_base_s > 0 || p_.net_fill_time_s > 0)) {
     for (auto& by_algorithm : table) {
       for (auto& by_protocol : by_algorithm) {
-        for (Entry& e : by_protocol) {
-          if (e.ok) e.latency_s += p_.net_base_s;
+        for (int pi = 0; pi < kNumProtocols; ++pi) {
+          Entry& e = by_protocol[pi];
+          if (!e.ok) continue;
+          e.latency_s += p_.net_base_s;
+          if (static_cast<Protocol>(pi) != Protocol::kLL) e.net_fill_s = p_.net_fill_time_s;
         }
       }
     }
@@ -186,7 +190,7 @@ double CollectiveModel::cost(Protocol p, const Entry& e, double s) const {
   const double loss = q.loss_bytes > 0 ? std::pow(q.loss_bytes / s, q.loss_exponent) : 0.0;
   const double ideal = s / e.algbw_Bps;
   // A message shorter than the fill cannot lose more than its own transfer.
-  const double transfer = ideal * (1.0 + loss) + std::min(ideal, e.fill_s);
+  const double transfer = ideal * (1.0 + loss) + std::min(ideal, e.fill_s) + e.net_fill_s;
   // NVLS kernels do not run the ring/tree slice pipeline whose floor F is; in the presets their latency adds.
   const double floor = e.nvls ? 0.0 : p_.pipeline_floor_s;
   const double t = q.pipelined && !(e.nvls && p_.nvls_additive) ? std::max({floor, e.latency_s, transfer}) : e.latency_s + transfer;

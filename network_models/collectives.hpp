@@ -55,6 +55,8 @@
 ///          for every algorithm (ring, tree, NVLS, NVLS-tree): the mid-size loss of the corpus' sweeps is a
 ///          time, not a size (A100 and V100 rings, H100/H200/B200 NVLS: the measured time exceeds S/algBw
 ///          by 50-150 µs from a few MiB to GiBs); the min: a small message cannot lose more than its transfer
+///   net_fill_time_s T_net > 0: across hosts (N > 1) the LL128/Simple transfer also gains T_net, not capped
+///          by the transfer (the plugin networks' rows: p5 at 16-64 MiB about 100 µs above S/algBw + fill)
 ///   nvls_additive: NVLS and NVLS-tree latency adds to the transfer instead of flooring it (the H200/B200
 ///          NVLS rows grow by S/algBw from their latency on, without a plateau)
 ///   tree_nic_aware: tree bus B_t = min(B_local, 2·η_net·B_net/f), f = 1 on 2 hosts, 2 beyond (per host
@@ -117,6 +119,7 @@ struct ModelParams {
   // Corpus extensions (preset_constants.hpp); NCCL's own model (nccl_params) leaves them neutral.
   double intra_efficiency = 1;       ///< achieved fraction of the intra-host ring bandwidth (η_nvlink, η_pcie)
   double fill_time_s = 0;            ///< T of the LL128/Simple pipeline fill min(S/algBw, T) (0 = none)
+  double net_fill_time_s = 0;        ///< T_net: LL128/Simple add it to their transfer across hosts (0 = none)
   bool nvls_additive = false;        ///< NVLS latency adds to its transfer (corpus presets) instead of flooring it
   bool tree_nic_aware = false;       ///< tree NIC traffic S per host and direction on 2 hosts, 2S beyond (else NCCL's ring bus)
   bool nvls_tree = false;            ///< offer NVLS-tree across hosts (NVLS GPUs, ≥ 5 per host, allreduce)
@@ -172,7 +175,8 @@ class CollectiveModel {
   struct Entry {
     bool ok = false;
     double latency_s = 0, algbw_Bps = 0;
-    double fill_s = 0;  ///< T of the pipeline fill (0 for LL and without fill_time_s)
+    double fill_s = 0;      ///< T of the pipeline fill (0 for LL and without fill_time_s)
+    double net_fill_s = 0;  ///< T_net across hosts (0 for LL, on one host and without net_fill_time_s)
     bool nvls = false;  ///< NVLS or NVLS-tree: no pipeline floor F
   };
   Entry& at(Collective c, Algorithm a, Protocol p) { return table_[static_cast<int>(c)][static_cast<int>(a)][static_cast<int>(p)]; }

@@ -45,10 +45,10 @@ const CorpusConstants& corpus_constants() {
     // each GPU to its NIC; together-b200's Ring on 2-48 nodes at 373-391 GB/s busbw, at or above the 8 x 48 GB/s
     // that NCCL's Gen5 figure allows, pulls it from 0.901 to 0.940, and 0.946 since the eighth round:
     // docs/network-model.md "Measurement corpus").
-    c.eta_nvlink = 0.94696;
+    c.eta_nvlink = 0.950799;
     // rtx4090-pcie ≥ 64 MiB (2.2-3.9 GB/s without P2P), rtx4090-8x-pcie (12-15 GB/s) and the l40s RoCE
     // pair's intra-host path: the two GeForce boxes disagree by 4-6x, the fit sits between them.
-    c.eta_pcie = 0.305461;
+    c.eta_pcie = 0.304827;
     // rdma: h100-ndr-8node 4 and 8 hosts ≥ 512 MiB (busbw 287-325 on 8 x 400 Gb/s), azure-ndv5 2-64 nodes at
     // 8 GiB (its congested 16-64-node rows, 224-253 GB/s, pull it from 0.917 to 0.897), together-b200 2-60
     // nodes at 8-32 GiB (Ring, 273-391 GB/s busbw, mostly bound by the GPU-NIC PCIe path above), voltagepark-h100's
@@ -57,21 +57,26 @@ const CorpusConstants& corpus_constants() {
     // h100-vm ≥ 1 GiB, nebius-h100 and lambda-b200 IB, gcp-a4-b200 RoCE ≥ 128 MiB (2 hosts, 331-696 GB/s
     // busbw), h20-ib, oci A100 RoCE. plugin: the shared value of EFA, TCPX and TCPXO, each scaled by its factor
     // below (only the products are well determined: 0.82 -> 1.00 in the eighth round while every factor fell by
-    // about as much, 0.95 in the ninth). socket: l40s sockets ≥ 4 MiB.
-    c.eta_net = {0.922899, 0.948234, 0.161062};
+    // about as much, 0.90 in the ninth). socket: l40s sockets ≥ 4 MiB.
+    c.eta_net = {0.923961, 0.904161, 0.160621};
     // LL per network step. rdma: the slope from 2 to 4 and 8 hosts of the h100 IB runs ≤ 1 MiB (h100-xe9680 and
     // nebius 2 hosts 25-35 µs at ≤ 4 KiB, h100-vm 4 hosts 35-42 µs, h100-ndr 2/4/8 hosts at 1 MiB), b200 IB, l40s
     // RoCE ≤ 4 KiB; plugin (× factor): a3mega ≤ 512 KiB, p6-b200 32 ranks 256 KiB-4 MiB, p3dn/p4de/p5 ≤ 1 MiB,
     // a3high 8-16 MiB; socket: l40s sockets ≤ 4 KiB.
-    c.hop_ll_s = {4.20488 * kUs, 98.3113 * kUs, 1.97342 * kUs};
+    c.hop_ll_s = {4.4756 * kUs, 64.9783 * kUs, 2.14681 * kUs};
     // LL128/Simple per network step. rdma: h20-ib 1-16 MiB, h100 and b200 IB and a4 RoCE 2-64 MiB; plugin
     // (× factor): a3mega 32-256 MiB, p6-b200 32 ranks 16-256 MiB, p3dn 1-64 MiB; socket: l40s sockets 1-4 MiB.
-    c.hop_pipe_s = {50.1026 * kUs, 277.629 * kUs, 14.7653 * kUs};
+    c.hop_pipe_s = {42.3408 * kUs, 218.085 * kUs, 14.0004 * kUs};
     // Once per collective across hosts. rdma: the 2-host intercept of the same IB rows (the per-step values above
     // give their slope with the host count); plugin: the EFA and TCPX/TCPXO rows want none (0.4 µs); socket: its
     // prior (l40s sockets has 2 hosts only, where the base and the steps cannot be told apart).
-    c.net_base_s = {17.4838 * kUs, 0.412983 * kUs, 4.54171 * kUs};
-    // Factors {η, LL step, LL128/Simple step} on the plugin values. EFA v1: p4dn 2-4 nodes at 1 GiB (2 nodes
+    c.net_base_s = {16.8392 * kUs, 0.380581 * kUs, 4.18296 * kUs};
+    // Time the pipelined protocols add to their transfer across hosts (T_net, not capped by the transfer). plugin
+    // (× factor): both p5 sweeps' 16-64 MiB rows (283-298 µs at 16 MiB, 440-459 at 32, 601 at 64, about 100 µs above
+    // S/algBw plus one fill), p6-b200 4 nodes 32-256 MiB, a3mega 32-128 MiB, a3high's 128 KiB-16 MiB; rdma: the IB
+    // and RoCE runs' mid sizes (h100-ndr-8node's 32-128 MiB at 4-8 hosts, a3-ultra, a4); socket: near its prior.
+    c.net_fill_s = {30.8186 * kUs, 257.097 * kUs, 8.94054 * kUs};
+    // Factors {η, LL step, LL128/Simple step, T_net} on the plugin values. EFA v1: p4dn 2-4 nodes at 1 GiB (2 nodes
     // 30.5 GB/s algbw, 4 nodes 29.6 GB/s busbw), p4de, and p3dn with η_nogdr; v2: p5 and p5-eks-2024-07 (two
     // sweeps within 5 % of each other from 2 MiB on, 1.4 % from 64 MiB; 16 GiB at 260 GB/s algbw on 32 x 100 Gb/s,
     // 8 B-16 MiB in 63-298 µs); v4: p6-b200 4 nodes ≥ 1 GiB (381 GB/s busbw on 8 x 400 Gb/s, 95 % of the line rate)
@@ -80,33 +85,33 @@ const CorpusConstants& corpus_constants() {
     // at 53 GB/s algbw on 4 x 200 Gb/s, 8-16 MiB in 785-1010 µs) and a3high-skypilot's Ring/Simple allreduce
     // (≥ 256 MiB at 66-68 GB/s busbw, 128 KiB-16 MiB in 1.3-1.8 ms; the two disagree by 1.3x at large sizes),
     // whose slow steps (5.9x and 2.5x) raise the shared step latencies the others' factors scale (docs/network-model.md "Presets").
-    c.efa = {PluginFactors{0.707316, 0.715824, 2.30442}, PluginFactors{0.654046, 0.339427, 0.299789}, PluginFactors{},
-             PluginFactors{1.05401, 1.0, 0.35519}};
-    c.tcpx = {0.54409, 5.18633, 2.85093};
-    c.tcpxo = {0.975702, 0.633747, 1.75206};
+    c.efa = {PluginFactors{0.75452, 1.08667, 2.66797, 1.37511}, PluginFactors{0.878749, 0.514873, 0.295219, 0.431111}, PluginFactors{},
+             PluginFactors{1.12509, 1.39795, 0.378411, 1.30901}};
+    c.tcpx = {0.694345, 8.3938, 3.38113, 2.49577};
+    c.tcpxo = {1.048, 0.957867, 2.31918, 0.4648};
     // Without GPUDirect RDMA (p3dn, EFA v1): 2.5-8.8 GB/s busbw on one 100 Gb/s NIC across the three p3dn files
     // (p3dn-dlami's 8.8 is a ring: its run switched the tree off).
-    c.nogdr_efficiency = 0.475004;
+    c.nogdr_efficiency = 0.522133;
     // Single-host small rows: h200/p6-b200 pytorch ≤ 1 MiB, a100-dgx 32-128 KiB, v100 and rtx4090 ≤ 64 KiB; the
     // intra-host steps of p3dn-dlami's 16-rank ring ≤ 64 KiB (28 of its 30 steps).
-    c.latency_scale = 0.676582;
+    c.latency_scale = 0.672609;
     // LL slopes: h200/p6-b200 pytorch 512 KiB-2 MiB, rtx4090 16 KiB-16 MiB, v100 128 KiB-1 MiB, a3mega 1-4 MiB.
-    c.ll_bandwidth = 1.21455;
+    c.ll_bandwidth = 1.13867;
     c.floor_s = 0;  // the pipelined protocols' own latency L is their floor in the presets
     // Mid sizes 4-512 MiB: the measured time exceeds S/algBw by about 50-150 µs on a100-dgx, a100x8-galvatron,
     // v100 (rings) and h100-node005, h200, p6-b200 one node (NVLS).
-    c.fill_time_s = 116.259 * kUs;
+    c.fill_time_s = 92.1429 * kUs;
     // NVLS rows: h200 nccl-tests 5-8 ranks and 16 GiB (busbw 414-480), p6-b200 6-8 ranks 8 GiB
     // (778-838), h100-node005 ≥ 128 MiB, h200/p6-b200 pytorch ≥ 1 GiB, the GB200 NVL72 rack's 72 ranks
     // (297-425 GB/s algbw, below the 8-GPU hosts); across hosts the NVLS-tree rows of the 2-host IB and RoCE
     // runs ≥ 128 MiB.
-    c.nvls_fraction = 0.686631;
+    c.nvls_fraction = 0.682104;
     // Additive to the transfer (collectives.hpp): h200 pytorch 2-8 MiB above the PyTorch call cost.
-    c.nvls_latency_s = 7.10976 * kUs;
+    c.nvls_latency_s = 10.0879 * kUs;
     // h200/p6-b200 pytorch ≤ 512 KiB against the nccl-tests latencies of the other systems.
-    c.pytorch_overhead_s = 35.402 * kUs;
+    c.pytorch_overhead_s = 32.4988 * kUs;
     // a100-dgx 32-128 KiB (-g 8: 44-52 µs), v100 and rtx4090-8x (-g 8) and rtx4090 4 ranks ≤ 4 KiB (-g 4).
-    c.launch_overhead_s = 4.77567 * kUs;
+    c.launch_overhead_s = 4.78856 * kUs;
     return c;
   }();
   return k;
@@ -135,6 +140,7 @@ void apply_corpus_constants(ModelParams& p, const Topology& t, const Embedding& 
   p.proto[static_cast<int>(Protocol::kSimple)].pipelined = true;
   p.pipeline_floor_s = k.floor_s;
   p.fill_time_s = k.fill_time_s;
+  p.net_fill_time_s = k.net_fill_s[tr] * f.fill;
   p.nvls_multiplier = k.nvls_fraction / (5.0 / 6.0);
   p.nvls_latency_s = k.nvls_latency_s;
   p.tree_nic_aware = true;
@@ -166,6 +172,9 @@ const std::vector<ConstantDef>& corpus_constant_defs() {
       add(std::string("hop_pipe_") + tr[i], "us", 1e6, pipe[i] * kUs, 2.0, 0.2 * kUs, 5e-3, [i](CorpusConstants& c) -> double& { return c.hop_pipe_s[i]; });
       // Once across hosts: a few µs (the proxy's first post and the NIC's completion), wide.
       add(std::string("net_base_") + tr[i], "us", 1e6, 5 * kUs, 2.0, 0.05 * kUs, 1e-3, [i](CorpusConstants& c) -> double& { return c.net_base_s[i]; });
+      // Time the pipelined protocols add to their transfer across hosts: a few of NCCL's ~10 µs steps (as
+      // the fill's prior), wide; the corpus sets it.
+      add(std::string("net_fill_") + tr[i], "us", 1e6, 50 * kUs, 2.0, 0.1 * kUs, 5e-3, [i](CorpusConstants& c) -> double& { return c.net_fill_s[i]; });
     }
     // EFA's (by generation) and TCPXO's factors on the plugin class: centred on 1 (σ 0.5, a factor 1.65
     // either way), so a plugin held out or barely measured is predicted by the others' constants.
@@ -173,6 +182,7 @@ const std::vector<ConstantDef>& corpus_constant_defs() {
       add(name + "_eta_factor", "", 1, 1.0, 0.5, 0.2, 5, [of](CorpusConstants& c) -> double& { return of(c).eta; });
       add(name + "_hop_ll_factor", "", 1, 1.0, 0.5, 0.05, 20, [of](CorpusConstants& c) -> double& { return of(c).hop_ll; });
       add(name + "_hop_pipe_factor", "", 1, 1.0, 0.5, 0.05, 20, [of](CorpusConstants& c) -> double& { return of(c).hop_pipe; });
+      add(name + "_fill_factor", "", 1, 1.0, 0.5, 0.01, 100, [of](CorpusConstants& c) -> double& { return of(c).fill; });
     };
     for (int g : kMeasuredEfaGenerations)
       add_factors("efa" + std::to_string(g), [g](CorpusConstants& c) -> PluginFactors& { return c.efa[g - 1]; });

@@ -13,6 +13,8 @@
 ///             of the network class (LL, resp. LL128/Simple; × the plugin's factors) + once across hosts
 ///             net_base of the network class
 ///   LL bandwidth × m_LL; LL128/Simple pipelined behind the floor F with the fill min(S/algBw, T); NVLS latency additive
+///   across hosts LL128/Simple also pay T_net of the network class (× the plugin's fill factor), added to their
+///             transfer without the fill's cap (collectives.hpp net_fill_time_s)
 ///   NVLS algBw = κ_nvls · per-GPU NVLink bandwidth, latency L_nvls; NVLS-tree across hosts
 ///   tree NIC traffic: S per host and direction on 2 hosts, 2S beyond (collectives.hpp)
 /// Benchmark terms, added only to predictions of a benchmark's figures (net validate, the corpus test):
@@ -33,7 +35,7 @@ inline constexpr std::array<int, 3> kMeasuredEfaGenerations{1, 2, 4};
 
 /// A plugin transport's factors on the shared plugin constants.
 struct PluginFactors {
-  double eta = 1, hop_ll = 1, hop_pipe = 1;
+  double eta = 1, hop_ll = 1, hop_pipe = 1, fill = 1;  ///< on η, both step latencies and T_net
 };
 
 /// Every corpus-derived constant (SI units).
@@ -43,6 +45,7 @@ struct CorpusConstants {
   std::array<double, kNumNetClasses> hop_ll_s{};        ///< LL latency per network step by network class
   std::array<double, kNumNetClasses> hop_pipe_s{};      ///< LL128/Simple latency per network step by network class
   std::array<double, kNumNetClasses> net_base_s{};      ///< latency once per collective across hosts by network class
+  std::array<double, kNumNetClasses> net_fill_s{};      ///< T_net: time LL128/Simple add to their transfer across hosts
   std::array<PluginFactors, kMaxEfaGeneration> efa{};  ///< EFA's factors on the plugin class, by generation − 1
   PluginFactors tcpx{};                                 ///< TCPX's factors on the plugin class
   PluginFactors tcpxo{};                                ///< TCPXO's factors on the plugin class

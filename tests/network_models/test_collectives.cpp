@@ -99,3 +99,38 @@ TEST_CASE("RingCost: the closed-form ring of its header", "[collectives]") {
   CHECK_THROWS_AS(lgreco::net::RingCost(5e-6, 0, 4), lgreco::ConfigError);
   CHECK_THROWS_AS(lgreco::net::RingCost(-1, 1e9, 4), lgreco::ConfigError);
 }
+
+TEST_CASE("net_fill_time_s: pipelined protocols across hosts add T_net to their transfer, uncapped", "[collectives]") {
+  // Across hosts LL128 and Simple gain T_net on top of S/algBw (+ the fill, capped by S/algBw); LL and a
+  // collective on one host do not.
+  const Topology t = preset_topology("2x8xH100-8x400G");
+  ModelParams base = default_params(t, 16);
+  base.net_fill_time_s = 0;
+  ModelParams with = base;
+  with.net_fill_time_s = 300e-6;
+  const CollectiveModel m0(t, 16, base), m1(t, 16, with);
+  for (double s : {4096.0, 1048576.0, 67108864.0, 4294967296.0}) {
+    for (auto a : {Algorithm::kRing, Algorithm::kTree}) {
+      CAPTURE(s, static_cast<int>(a));
+      const auto simple0 = m0.evaluate(Collective::kAllreduce, a, Protocol::kSimple, s);
+      const auto simple1 = m1.evaluate(Collective::kAllreduce, a, Protocol::kSimple, s);
+      REQUIRE(simple0);
+      REQUIRE(simple1);
+      // t = max(L, transfer): T_net shows in full once the transfer is above the latency floor, else in part.
+      CHECK(simple1->time_s >= simple0->time_s);
+      CHECK(simple1->time_s <= simple0->time_s + 300e-6 * (1 + 1e-9));
+      const auto ll0 = m0.evaluate(Collective::kAllreduce, a, Protocol::kLL, s);
+      const auto ll1 = m1.evaluate(Collective::kAllreduce, a, Protocol::kLL, s);
+      REQUIRE(ll0);
+      CHECK(ll1->time_s == ll0->time_s);
+    }
+  }
+  // At 4 GiB the transfer dominates: exactly T_net more.
+  CHECK(m1.evaluate(Collective::kAllreduce, Algorithm::kRing, Protocol::kSimple, 4294967296.0)->time_s ==
+        Approx(m0.evaluate(Collective::kAllreduce, Algorithm::kRing, Protocol::kSimple, 4294967296.0)->time_s + 300e-6).epsilon(1e-12));
+  // One host (8 ranks): nothing crosses hosts, nothing added.
+  ModelParams one0 = default_params(t, 8), one1 = one0;
+  one0.net_fill_time_s = 0, one1.net_fill_time_s = 300e-6;
+  CHECK(CollectiveModel(t, 8, one1).best(Collective::kAllreduce, 67108864.0).time_s ==
+        CollectiveModel(t, 8, one0).best(Collective::kAllreduce, 67108864.0).time_s);
+}

@@ -229,12 +229,13 @@ _DOCS_CONSTANT_ROWS = {
     "LL latency per network step": ["hop_ll_rdma", "hop_ll_plugin", "hop_ll_socket"],
     "LL128/Simple latency per network step": ["hop_pipe_rdma", "hop_pipe_plugin", "hop_pipe_socket"],
     "latency once per collective across hosts": ["net_base_rdma", "net_base_plugin", "net_base_socket"],
-    "factors on η_plugin, plugin LL step, plugin LL128/Simple step: EFA v1": [
-        "efa1_eta_factor", "efa1_hop_ll_factor", "efa1_hop_pipe_factor"],
-    "the same: EFA v2": ["efa2_eta_factor", "efa2_hop_ll_factor", "efa2_hop_pipe_factor"],
-    "the same: EFA v4": ["efa4_eta_factor", "efa4_hop_ll_factor", "efa4_hop_pipe_factor"],
-    "the same: TCPX": ["tcpx_eta_factor", "tcpx_hop_ll_factor", "tcpx_hop_pipe_factor"],
-    "the same: TCPXO": ["tcpxo_eta_factor", "tcpxo_hop_ll_factor", "tcpxo_hop_pipe_factor"],
+    "time added across hosts to the LL128/Simple transfer (T_net)": ["net_fill_rdma", "net_fill_plugin", "net_fill_socket"],
+    "factors on η_plugin, plugin LL step, plugin LL128/Simple step, T_net: EFA v1": [
+        "efa1_eta_factor", "efa1_hop_ll_factor", "efa1_hop_pipe_factor", "efa1_fill_factor"],
+    "the same: EFA v2": ["efa2_eta_factor", "efa2_hop_ll_factor", "efa2_hop_pipe_factor", "efa2_fill_factor"],
+    "the same: EFA v4": ["efa4_eta_factor", "efa4_hop_ll_factor", "efa4_hop_pipe_factor", "efa4_fill_factor"],
+    "the same: TCPX": ["tcpx_eta_factor", "tcpx_hop_ll_factor", "tcpx_hop_pipe_factor", "tcpx_fill_factor"],
+    "the same: TCPXO": ["tcpxo_eta_factor", "tcpxo_hop_ll_factor", "tcpxo_hop_pipe_factor", "tcpxo_fill_factor"],
     "η_nogdr": ["nogdr_efficiency"],
     "s_lat": ["latency_scale"],
     "m_LL": ["ll_bandwidth"],
@@ -248,7 +249,7 @@ _DOCS_CONSTANT_ROWS = {
 
 def test_docs_constants_table_is_the_shipped_presets(lgreco):
     # Every value of the docs' constants table is a shipped constant as `lgreco net validate DIR --format
-    # json` reports it (the units the tool prints: µs for latencies), to the digits the table shows, and
+    # json` reports it (the units the tool prints: µs for times), to the digits the table shows, and
     # every shipped constant is in the table once: a refit that leaves the table behind fails here.
     constants = json.loads(lgreco("net", "validate", CORPUS, "--format", "json", check=True).stdout)["constants"]
     text = (REPO / "docs" / "network-model.md").read_text()
