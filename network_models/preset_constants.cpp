@@ -53,7 +53,7 @@ const CorpusConstants& corpus_constants() {
     // 8 GiB (its congested 16-64-node rows, 224-253 GB/s, pull it from 0.917 to 0.897), together-b200 2-60
     // nodes at 8-32 GiB (Ring, 273-391 GB/s busbw, mostly bound by the GPU-NIC PCIe path above), voltagepark-h100's
     // 4 hosts ≥ 1 GiB (allreduce 324-331, all_gather 321-324 GB/s busbw; with it 0.916 -> 0.870), the A100 HDR clusters of
-    // 2 and 3 hosts at 32 MiB-2 GiB (82-96 GB/s busbw on 4 x 200 Gb/s, up to 0.96 of the line rate; with them 0.870 -> 0.923), h100-xe9680 and
+    // 2 and 3 hosts at 32 MiB-2 GiB (82-96 GB/s busbw on 4 x 200 Gb/s, up to 0.96 of the line rate; with them 0.870 -> 0.92), h100-xe9680 and
     // h100-vm ≥ 1 GiB, nebius-h100 and lambda-b200 IB, gcp-a4-b200 RoCE ≥ 128 MiB (2 hosts, 331-696 GB/s
     // busbw), h20-ib, oci A100 RoCE. plugin: the shared value of EFA, TCPX and TCPXO, each scaled by its factor
     // below (only the products are well determined: 0.82 -> 1.00 in the eighth round while every factor fell by
@@ -73,8 +73,9 @@ const CorpusConstants& corpus_constants() {
     c.net_base_s = {16.8392 * kUs, 0.380581 * kUs, 4.18296 * kUs};
     // Time the pipelined protocols add to their transfer across hosts (T_net, not capped by the transfer). plugin
     // (× factor): both p5 sweeps' 16-64 MiB rows (283-298 µs at 16 MiB, 440-459 at 32, 601 at 64, about 100 µs above
-    // S/algBw plus one fill), p6-b200 4 nodes 32-256 MiB, a3mega 32-128 MiB, a3high's 128 KiB-16 MiB; rdma: the IB
-    // and RoCE runs' mid sizes (h100-ndr-8node's 32-128 MiB at 4-8 hosts, a3-ultra, a4); socket: near its prior.
+    // S/algBw plus one fill), p6-b200 4 nodes 32-256 MiB, a3mega 32-128 MiB, a3high's 128 KiB-16 MiB; rdma: the
+    // multi-host IB and RoCE rows at LL128/Simple sizes, taking over part of the fill T the single-host rows share
+    // (T fell 116 -> 92 µs as T_net rose); socket: near its prior.
     c.net_fill_s = {30.8186 * kUs, 257.097 * kUs, 8.94054 * kUs};
     // Factors {η, LL step, LL128/Simple step, T_net} on the plugin values. EFA v1: p4dn 2-4 nodes at 1 GiB (2 nodes
     // 30.5 GB/s algbw, 4 nodes 29.6 GB/s busbw), p4de, and p3dn with η_nogdr; v2: p5 and p5-eks-2024-07 (two
