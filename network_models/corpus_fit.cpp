@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cmath>
 #include <exception>
+#include <functional>
 #include <mutex>
 #include <random>
 #include <set>
@@ -17,6 +18,39 @@ namespace lgreco::net {
 namespace {
 
 constexpr std::uint64_t kCorpusFitSeed = 20261313;
+
+// Runs body(0) .. body(n − 1), each index once, on up to `max_threads` threads (0: the machine's cores); the
+// calls are independent, so the results do not depend on the count. The first exception stops the others
+// from taking new indices and is rethrown here.
+void parallel_for(std::size_t n, std::size_t max_threads, const std::function<void(std::size_t)>& body) {
+  std::atomic<std::size_t> next{0};
+  std::mutex failed_mutex;
+  std::exception_ptr failed;
+  auto work = [&] {
+    for (std::size_t i; (i = next.fetch_add(1)) < n;) {
+      try {
+        body(i);
+      } catch (...) {
+        const std::lock_guard<std::mutex> lock(failed_mutex);
+        if (!failed) failed = std::current_exception();
+        next.store(n);
+      }
+    }
+  };
+  const std::size_t cores = std::max(1u, std::thread::hardware_concurrency());
+  const std::size_t threads = std::min<std::size_t>(max_threads == 0 ? cores : max_threads, n);
+  std::vector<std::thread> pool;
+  for (std::size_t t = 1; t < threads; ++t) {
+    try {
+      pool.emplace_back(work);
+    } catch (const std::system_error&) {
+      break;  // no more threads to be had: the ones started and this one share the work
+    }
+  }
+  work();
+  for (auto& t : pool) t.join();
+  if (failed) std::rethrow_exception(failed);
+}
 
 // The model of a row of `f`: NCCL's parameters with the corpus constants `k` (nullptr: NCCL's own), under the
 // run's nccl_env, plus the benchmark's host cost when asked (the shipped presets' terms when `k` is null).
@@ -148,7 +182,7 @@ std::vector<std::string> corpus_systems(const std::vector<PreparedFile>& files) 
   return {s.begin(), s.end()};
 }
 
-CorpusFit fit_corpus(const std::vector<const PreparedFile*>& files, int starts) {
+CorpusFit fit_corpus(const std::vector<const PreparedFile*>& files, int starts, int threads) {
   if (files.empty()) throw InputError("corpus fit: no files");
   // System balance ω_s = √(R̄ / R_s) (corpus_fit.hpp); residuals carry √ω_s.
   std::map<std::string, double> rows_of;
@@ -173,20 +207,26 @@ CorpusFit fit_corpus(const std::vector<const PreparedFile*>& files, int starts) 
     pb.lo.push_back(std::log(d.lo));
     pb.hi.push_back(std::log(d.hi));
   }
+  // The starting points in the order of one generator; the starts then run independently (on `threads`), and
+  // the best objective wins, the earliest start on a tie: the same result as one start after the other.
   std::mt19937_64 gen(kCorpusFitSeed);
+  std::vector<std::vector<double>> x0(static_cast<std::size_t>(std::max(starts, 0)), pb.centre);
+  for (std::size_t s = 1; s < x0.size(); ++s)
+    for (std::size_t j = 0; j < x0[s].size(); ++j) x0[s][j] += lm_gaussian(gen) * std::min(pb.sigma[j], 1.0);
+  std::vector<double> objective(x0.size(), std::numeric_limits<double>::infinity());
+  parallel_for(x0.size(), static_cast<std::size_t>(std::max(threads, 0)), [&](std::size_t s) {
+    auto& x = x0[s];
+    lm_clamp(pb, x);
+    x = levenberg_marquardt(pb, x);
+    objective[s] = lm_objective(pb, x, lm_weights(pb, pb.residuals(x)));
+  });
   CorpusFit best;
   best.objective = std::numeric_limits<double>::infinity();
   std::vector<double> best_x;
-  for (int s = 0; s < starts; ++s) {
-    auto x = pb.centre;
-    if (s > 0)
-      for (std::size_t j = 0; j < x.size(); ++j) x[j] += lm_gaussian(gen) * std::min(pb.sigma[j], 1.0);
-    lm_clamp(pb, x);
-    x = levenberg_marquardt(pb, x);
-    const double f = lm_objective(pb, x, lm_weights(pb, pb.residuals(x)));
-    if (f < best.objective) {
-      best.objective = f;
-      best_x = x;
+  for (std::size_t s = 0; s < x0.size(); ++s) {
+    if (objective[s] < best.objective) {
+      best.objective = objective[s];
+      best_x = x0[s];
     }
   }
   best.constants = from_x(best_x);
@@ -195,47 +235,24 @@ CorpusFit fit_corpus(const std::vector<const PreparedFile*>& files, int starts) 
 }
 
 std::vector<HeldOutSystem> leave_one_system_out(const std::vector<PreparedFile>& files, int starts) {
-  // One fit per system, independent of the others: they run on the machine's cores, each result in its
-  // system's slot, so the output is the same as one after the other.
+  // One fit per system, independent of the others: they run on the machine's cores (each fit on one), each
+  // result in its system's slot, so the output is the same as one after the other.
   const std::vector<std::string> systems = corpus_systems(files);
   std::vector<HeldOutSystem> out(systems.size());
-  std::atomic<std::size_t> next{0};
-  std::mutex failed_mutex;
-  std::exception_ptr failed;
-  auto work = [&] {
-    for (std::size_t i; (i = next.fetch_add(1)) < systems.size();) {
-      try {
-        std::vector<const PreparedFile*> train;
-        for (const auto& f : files)
-          if (f.file.system != systems[i]) train.push_back(&f);
-        HeldOutSystem& h = out[i];
-        h.system = systems[i];
-        h.constants = fit_corpus(train, starts).constants;
-        for (const auto& f : files) {
-          if (f.file.system != systems[i]) continue;
-          const auto pts = predict_file(f, h.constants);
-          h.points.insert(h.points.end(), pts.begin(), pts.end());
-        }
-        h.errors = summarize(h.points);
-      } catch (...) {
-        const std::lock_guard<std::mutex> lock(failed_mutex);
-        if (!failed) failed = std::current_exception();
-        next.store(systems.size());
-      }
+  parallel_for(systems.size(), 0, [&](std::size_t i) {
+    std::vector<const PreparedFile*> train;
+    for (const auto& f : files)
+      if (f.file.system != systems[i]) train.push_back(&f);
+    HeldOutSystem& h = out[i];
+    h.system = systems[i];
+    h.constants = fit_corpus(train, starts, 1).constants;
+    for (const auto& f : files) {
+      if (f.file.system != systems[i]) continue;
+      const auto pts = predict_file(f, h.constants);
+      h.points.insert(h.points.end(), pts.begin(), pts.end());
     }
-  };
-  const std::size_t threads = std::min<std::size_t>(std::max(1u, std::thread::hardware_concurrency()), systems.size());
-  std::vector<std::thread> pool;
-  for (std::size_t t = 1; t < threads; ++t) {
-    try {
-      pool.emplace_back(work);
-    } catch (const std::system_error&) {
-      break;  // no more threads to be had: the ones started and this one share the systems
-    }
-  }
-  work();
-  for (auto& t : pool) t.join();
-  if (failed) std::rethrow_exception(failed);
+    h.errors = summarize(h.points);
+  });
   return out;
 }
 

@@ -75,8 +75,10 @@ struct CorpusFit {
   int starts = 0;
 };
 
-/// Fits the shared constants to the rows of `files` (pointers into a prepare_corpus result).
-CorpusFit fit_corpus(const std::vector<const PreparedFile*>& files, int starts = 24);
+/// Fits the shared constants to the rows of `files` (pointers into a prepare_corpus result): `starts`
+/// deterministic starting points, run on up to `threads` threads (0: the machine's cores; the result does
+/// not depend on it).
+CorpusFit fit_corpus(const std::vector<const PreparedFile*>& files, int starts = 24, int threads = 0);
 
 /// One system held out: the constants fitted without it and its predicted rows.
 struct HeldOutSystem {
