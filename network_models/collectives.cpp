@@ -73,13 +73,15 @@ ModelParams nccl_params(const Topology& t, const Embedding& e) {
 CollectiveModel::CollectiveModel(const Topology& t, int ranks, ModelParams p) : CollectiveModel(embed(t, ranks), t, std::move(p)) {}
 
 CollectiveModel::CollectiveModel(Embedding e, const Topology& t, ModelParams p)
+    : CollectiveModel(e, t, std::move(p), nccl_params(t, e)) {}
+
+CollectiveModel::CollectiveModel(Embedding e, const Topology& t, ModelParams p, ModelParams nccl)
     : emb_(std::move(e)), p_(std::move(p)), cc_(t.gpu.compute_capability), transport_(t.transport) {
   nvls_ = t.nvls && emb_.hosts == 1 && emb_.ranks_per_host >= 5;
   nvls_tree_ = t.nvls && emb_.hosts > 1 && emb_.ranks_per_host >= 5;
   build(p_, table_);
-  ModelParams tuning = nccl_params(t, emb_);
-  tuning.allow_hierarchical = p_.allow_hierarchical;
-  build(tuning, tuning_);
+  nccl.allow_hierarchical = p_.allow_hierarchical;
+  build(nccl, tuning_);
 }
 
 void CollectiveModel::build(const ModelParams& p_, Table& table) const {

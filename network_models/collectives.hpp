@@ -91,6 +91,7 @@ enum class Selection { kNcclTuning, kFastest };
 
 /// Per-protocol constants (NCCL defaults) and calibrated shape parameters.
 struct ProtocolParams {
+  bool operator==(const ProtocolParams&) const = default;
   double ring_base_s = 0, tree_base_s = 0;         ///< NCCL baseLat
   std::array<double, kNumClasses> ring_hop_s{};    ///< NCCL hwLat, ring, by class
   std::array<double, kNumClasses> tree_hop_s{};    ///< NCCL hwLat, tree, by class
@@ -102,6 +103,7 @@ struct ProtocolParams {
 
 /// Every constant of the model for one topology.
 struct ModelParams {
+  bool operator==(const ModelParams&) const = default;
   std::string nccl_version = "2.30.7";
   std::array<ProtocolParams, kNumProtocols> proto;
   std::array<double, kNumClasses> hop_scale{1, 1, 1};  ///< calibrated multipliers of hop latencies
@@ -153,6 +155,9 @@ class CollectiveModel {
   CollectiveModel(const Topology& t, int ranks, ModelParams p);
   /// With a precomputed embedding of `t` (calibration rebuilds the tables many times).
   CollectiveModel(Embedding e, const Topology& t, ModelParams p);
+  /// With NCCL's own parameters for that embedding precomputed too (nccl_params(t, e); the corpus fit
+  /// builds every model thousands of times with the same ones).
+  CollectiveModel(Embedding e, const Topology& t, ModelParams p, ModelParams nccl);
   /// The pair NCCL runs for `size_bytes` (nccl-tests convention) and its calibrated cost, by the
   /// selection rule of the parameters. Zero time for 1 rank or 0 B.
   Choice best(Collective c, double size_bytes) const;

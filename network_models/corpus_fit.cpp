@@ -6,6 +6,7 @@
 #include <cmath>
 #include <exception>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <random>
 #include <set>
@@ -55,7 +56,7 @@ void parallel_for(std::size_t n, std::size_t max_threads, const std::function<vo
 // The model of a row of `f`: NCCL's parameters with the corpus constants `k` (nullptr: NCCL's own), under the
 // run's nccl_env, plus the benchmark's host cost when asked (the shipped presets' terms when `k` is null).
 ModelParams row_params(const PreparedFile& f, const Embedding& e, const CorpusConstants* k, bool benchmark_terms) {
-  ModelParams p = nccl_params(f.topology, e);
+  ModelParams p = f.nccl.at(e.ranks);
   if (k) apply_corpus_constants(p, f.topology, e, *k);
   p.nccl_env = f.file.nccl_env;
   if (benchmark_terms)
@@ -63,18 +64,35 @@ ModelParams row_params(const PreparedFile& f, const Embedding& e, const CorpusCo
   return p;
 }
 
-// Every row of `f` predicted by row_params(f, e, k, benchmark_terms), one model per rank count.
-std::vector<ValidationPoint> predict_rows(const PreparedFile& f, const CorpusConstants* k, bool benchmark_terms) {
+// Calls each(row, embedding, choice) for every row of `f`, in file order, predicted by row_params(f, e, k,
+// benchmark_terms), one model per rank count.
+template <class Each>
+void for_each_prediction(const PreparedFile& f, const CorpusConstants* k, bool benchmark_terms, Each&& each) {
   std::map<int, CollectiveModel> models;
-  std::vector<ValidationPoint> out;
   for (const auto& r : f.file.rows) {
     const Embedding& e = f.embeddings.at(r.ranks);
     auto it = models.find(r.ranks);
-    if (it == models.end()) it = models.emplace(r.ranks, CollectiveModel(e, f.topology, row_params(f, e, k, benchmark_terms))).first;
-    const Choice ch = it->second.best(r.collective, r.size_bytes);
-    out.push_back({r, e.hosts, ch.time_s, ch.algorithm, ch.protocol});
+    if (it == models.end())
+      it = models.emplace(r.ranks, CollectiveModel(e, f.topology, row_params(f, e, k, benchmark_terms), f.nccl.at(r.ranks))).first;
+    each(r, e, it->second.best(r.collective, r.size_bytes));
   }
+}
+
+std::vector<ValidationPoint> predict_rows(const PreparedFile& f, const CorpusConstants* k, bool benchmark_terms) {
+  std::vector<ValidationPoint> out;
+  for_each_prediction(f, k, benchmark_terms, [&out](const CorpusRow& r, const Embedding& e, const Choice& ch) {
+    out.push_back({r, e.hosts, ch.time_s, ch.algorithm, ch.protocol});
+  });
   return out;
+}
+
+// The fit's residuals of `f`'s rows with constants `k` (ln(predicted / measured), times each row's system
+// weight), written to r[at], r[at + 1], ...
+void fit_residuals(const PreparedFile& f, const CorpusConstants& k, const std::vector<double>& scale, std::size_t at, std::vector<double>& r) {
+  for_each_prediction(f, &k, true, [&](const CorpusRow& row, const Embedding&, const Choice& ch) {
+    r[at] = std::log(ch.time_s / row.time_s) * scale[at];
+    ++at;
+  });
 }
 
 CorpusConstants from_x(const std::vector<double>& x) {
@@ -89,11 +107,12 @@ CorpusConstants from_x(const std::vector<double>& x) {
 std::vector<PreparedFile> prepare_corpus(const std::vector<CorpusFile>& files) {
   std::vector<PreparedFile> out;
   for (const auto& f : files) {
-    PreparedFile p{f, corpus_topology(f), {}};
+    PreparedFile p{f, corpus_topology(f), {}, {}};
     for (const auto& r : f.rows) {
       if (p.embeddings.count(r.ranks)) continue;
       try {
-        p.embeddings.emplace(r.ranks, embed(p.topology, r.ranks));
+        const Embedding& e = p.embeddings.emplace(r.ranks, embed(p.topology, r.ranks)).first->second;
+        p.nccl.emplace(r.ranks, nccl_params(p.topology, e));
       } catch (const ConfigError& e) {
         throw ConfigError(f.origin + ":" + std::to_string(r.line) + ": " + e.what());
       }
@@ -182,31 +201,72 @@ std::vector<std::string> corpus_systems(const std::vector<PreparedFile>& files) 
   return {s.begin(), s.end()};
 }
 
-CorpusFit fit_corpus(const std::vector<const PreparedFile*>& files, int starts, int threads) {
+LmProblem corpus_fit_problem(const std::vector<const PreparedFile*>& files) {
   if (files.empty()) throw InputError("corpus fit: no files");
+  // What the residual functions share, owned by them (the problem outlives this call).
+  struct State {
+    std::vector<const PreparedFile*> files;
+    std::vector<double> scale;                     // √ω_s of each row
+    std::vector<std::size_t> offset;               // first residual of each file
+    std::vector<std::vector<std::size_t>> reach;  // reach[j]: the files constant j reaches
+  };
+  auto st = std::make_shared<State>();
+  st->files = files;
   // System balance ω_s = √(R̄ / R_s) (corpus_fit.hpp); residuals carry √ω_s.
   std::map<std::string, double> rows_of;
   for (const auto* f : files) rows_of[f->file.system] += static_cast<double>(f->file.rows.size());
   double mean_rows = 0;
   for (const auto& [s, n] : rows_of) mean_rows += n / static_cast<double>(rows_of.size());
-  std::vector<double> scale;
-  for (const auto* f : files)
-    for (std::size_t i = 0; i < f->file.rows.size(); ++i) scale.push_back(std::pow(mean_rows / rows_of[f->file.system], 0.25));
+  for (const auto* f : files) {
+    st->offset.push_back(st->scale.size());
+    for (std::size_t i = 0; i < f->file.rows.size(); ++i) st->scale.push_back(std::pow(mean_rows / rows_of[f->file.system], 0.25));
+  }
   const auto& defs = corpus_constant_defs();
   LmProblem pb;
-  pb.residuals = [&](const std::vector<double>& x) {
-    const CorpusConstants k = from_x(x);
-    std::vector<double> r;
-    for (const auto* f : files)
-      for (const auto& p : predict_file(*f, k)) r.push_back(std::log(p.predicted_s / p.row.time_s) * scale[r.size()]);
-    return r;
-  };
   for (const auto& d : defs) {
     pb.centre.push_back(std::log(d.centre));
     pb.sigma.push_back(d.sigma);
     pb.lo.push_back(std::log(d.lo));
     pb.hi.push_back(std::log(d.hi));
   }
+  // The Jacobian's column j recomputes only the files constant j reaches (the rest of the column is exactly 0):
+  // a file whose row parameters, at every rank count, are the same with x_j moved a factor e either way from the
+  // prior centre cannot depend on it (its predictions are a function of those parameters and its k-free NCCL
+  // ones, and apply_corpus_constants maps each constant without a branch on the constants), so the numbers are
+  // those of recomputing every file (test_corpus_fit.cpp checks it at random points).
+  st->reach.resize(defs.size());
+  const CorpusConstants k0 = from_x(pb.centre);
+  for (std::size_t j = 0; j < defs.size(); ++j) {
+    auto up = pb.centre, down = pb.centre;
+    up[j] += 1;
+    down[j] -= 1;
+    const CorpusConstants ku = from_x(up), kd = from_x(down);
+    for (std::size_t i = 0; i < files.size(); ++i) {
+      const PreparedFile& f = *files[i];
+      const bool reached = std::any_of(f.embeddings.begin(), f.embeddings.end(), [&](const auto& re) {
+        const ModelParams p0 = row_params(f, re.second, &k0, true);
+        return !(row_params(f, re.second, &ku, true) == p0) || !(row_params(f, re.second, &kd, true) == p0);
+      });
+      if (reached) st->reach[j].push_back(i);
+    }
+  }
+  pb.residuals = [st](const std::vector<double>& x) {
+    const CorpusConstants k = from_x(x);
+    std::vector<double> r(st->scale.size());
+    for (std::size_t i = 0; i < st->files.size(); ++i) fit_residuals(*st->files[i], k, st->scale, st->offset[i], r);
+    return r;
+  };
+  pb.residuals_after_change = [st](const std::vector<double>& x, std::size_t j, const std::vector<double>& r) {
+    const CorpusConstants k = from_x(x);
+    std::vector<double> out = r;
+    for (std::size_t i : st->reach.at(j)) fit_residuals(*st->files[i], k, st->scale, st->offset[i], out);
+    return out;
+  };
+  return pb;
+}
+
+CorpusFit fit_corpus(const std::vector<const PreparedFile*>& files, int starts, int threads) {
+  const LmProblem pb = corpus_fit_problem(files);
   // The starting points in the order of one generator; the starts then run independently (on `threads`), and
   // the best objective wins, the earliest start on a tie: the same result as one start after the other.
   std::mt19937_64 gen(kCorpusFitSeed);

@@ -21,16 +21,20 @@
 #include <string>
 #include <vector>
 
+#include "network_models/collectives.hpp"
 #include "network_models/corpus.hpp"
+#include "network_models/levenberg.hpp"
 #include "network_models/preset_constants.hpp"
 
 namespace lgreco::net {
 
-/// A corpus file with its topology resolved and one embedding per rank count in it.
+/// A corpus file with its topology resolved and, per rank count in it, the embedding and NCCL's own
+/// parameters for it (nccl_params; the presets start from them and the tuning table is built from them).
 struct PreparedFile {
   CorpusFile file;
   Topology topology;
   std::map<int, Embedding> embeddings;
+  std::map<int, ModelParams> nccl;
 };
 
 /// Resolves topologies and embeddings (ConfigError naming the file when a rank count does not fit).
@@ -74,6 +78,12 @@ struct CorpusFit {
   double objective = 0;
   int starts = 0;
 };
+
+/// The fit's problem over the rows of `files` (pointers into a prepare_corpus result, which must outlive
+/// it): x_j = ln of constant j of corpus_constant_defs(), residuals √ω_s·ln(predicted / measured) in file and
+/// row order, the priors and bounds of the definitions; its residuals_after_change recomputes only the files
+/// a constant reaches (its row parameters change with it).
+LmProblem corpus_fit_problem(const std::vector<const PreparedFile*>& files);
 
 /// Fits the shared constants to the rows of `files` (pointers into a prepare_corpus result): `starts`
 /// deterministic starting points, run on up to `threads` threads (0: the machine's cores; the result does

@@ -66,19 +66,25 @@ std::vector<double> levenberg_marquardt(const LmProblem& pb, std::vector<double>
     for (std::size_t j = 0; j < n; ++j) {
       auto xh = x;
       xh[j] += 1e-4;
-      const auto rh = pb.residuals(xh);
+      const auto rh = pb.residuals_after_change ? pb.residuals_after_change(xh, j, r) : pb.residuals(xh);
       jac[j].resize(r.size());
       for (std::size_t i = 0; i < r.size(); ++i) jac[j][i] = (rh[i] - r[i]) / 1e-4;
     }
+    // JᵀWJ and JᵀWr over each column's nonzero rows, in row order: with finite residuals a skipped term is ±0,
+    // and adding ±0 to a sum that starts at +0 changes nothing, so the sums are those over every row.
+    std::vector<std::vector<std::size_t>> nonzero(n);
+    for (std::size_t j = 0; j < n; ++j)
+      for (std::size_t i = 0; i < r.size(); ++i)
+        if (jac[j][i] != 0) nonzero[j].push_back(i);
     std::vector<std::vector<double>> a(n, std::vector<double>(n, 0));
     std::vector<double> g(n, 0);
     for (std::size_t j = 0; j < n; ++j) {
       for (std::size_t k = 0; k <= j; ++k) {
         double s = 0;
-        for (std::size_t i = 0; i < r.size(); ++i) s += w[i] * jac[j][i] * jac[k][i];
+        for (std::size_t i : nonzero[nonzero[j].size() <= nonzero[k].size() ? j : k]) s += w[i] * jac[j][i] * jac[k][i];
         a[j][k] = a[k][j] = s;
       }
-      for (std::size_t i = 0; i < r.size(); ++i) g[j] += w[i] * jac[j][i] * r[i];
+      for (std::size_t i : nonzero[j]) g[j] += w[i] * jac[j][i] * r[i];
       const double ps = pb.prior_weight / pb.sigma[j];
       a[j][j] += ps * ps;
       g[j] += ps * prior_residual(pb, x, j);

@@ -16,6 +16,10 @@ namespace lgreco::net {
 /// The problem: data residuals r(x) and the log-normal priors and bounds of each parameter.
 struct LmProblem {
   std::function<std::vector<double>(const std::vector<double>&)> residuals;
+  /// Optional, for the Jacobian: the residuals at `x`, which differs from a point whose residuals are `r` in
+  /// x_j alone. It must return exactly residuals(x); a problem whose rows each depend on few parameters
+  /// recomputes only the rows x_j reaches. Unset: residuals(x).
+  std::function<std::vector<double>(const std::vector<double>& x, std::size_t j, const std::vector<double>& r)> residuals_after_change;
   std::vector<double> centre;   ///< μ_j = ln(prior centre)
   std::vector<double> sigma;    ///< σ_j
   std::vector<double> lo, hi;   ///< bounds of x_j (ln units)

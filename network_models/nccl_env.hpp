@@ -34,6 +34,7 @@ struct NcclEnv {
   std::string text;  ///< the assignments as given ("" when nothing is restricted)
 
   NcclEnv();
+  bool operator==(const NcclEnv&) const = default;
   /// Whether NCCL may run (a, p) for a collective of `size_bytes` (nccl-tests size) under these settings.
   bool allows(Collective c, Algorithm a, Protocol p, double size_bytes) const;
   bool restricted() const { return !text.empty(); }
