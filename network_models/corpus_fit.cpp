@@ -291,6 +291,11 @@ CorpusFit fit_corpus(const std::vector<const PreparedFile*>& files, int starts, 
   }
   best.constants = from_x(best_x);
   best.starts = starts;
+  std::vector<std::size_t> near;
+  for (std::size_t s = 0; s < x0.size(); ++s)
+    if (objective[s] <= best.objective * (1 + kNearOptimum)) near.push_back(s);
+  std::stable_sort(near.begin(), near.end(), [&](std::size_t a, std::size_t b) { return objective[a] < objective[b]; });
+  for (std::size_t s : near) best.near_optima.push_back({objective[s], from_x(x0[s])});
   return best;
 }
 

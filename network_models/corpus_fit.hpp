@@ -77,7 +77,19 @@ struct CorpusFit {
   CorpusConstants constants;
   double objective = 0;
   int starts = 0;
+  /// Where a start ended.
+  struct Optimum {
+    double objective = 0;
+    CorpusConstants constants;
+  };
+  /// The starts that ended within kNearOptimum of the best objective, best first (near_optima[0] is the fit):
+  /// local optima the corpus can hardly tell from the best, so a constant that differs much among them is
+  /// poorly determined by it (the model's kinks, where the fastest algorithm or protocol changes, leave
+  /// many local optima; the starts find them).
+  std::vector<Optimum> near_optima;
 };
+/// Relative objective gap within which a start's end point counts as a near optimum.
+inline constexpr double kNearOptimum = 0.01;
 
 /// The fit's problem over the rows of `files` (pointers into a prepare_corpus result, which must outlive
 /// it): x_j = ln of constant j of corpus_constant_defs(), residuals √ω_s·ln(predicted / measured) in file and

@@ -182,12 +182,25 @@ struct MeasuredRow {
 /// the constants refitted on the whole directory (--refit: what the presets would ship with this corpus).
 int validate_corpus_dir(const std::string& dir, bool holdout, bool refit, Format fmt) {
   const auto files = net::prepare_corpus(net::load_corpus_dir(dir));
-  Json rows = Json::array(), systems = Json::array(), constants = Json::object();
+  Json rows = Json::array(), systems = Json::array(), constants = Json::object(), fit_json = nullptr;
   net::CorpusConstants k = net::corpus_constants();
+  std::optional<net::CorpusFit> fit;
+  // Per constant, the lowest and highest value among the fit's near optima (printed units).
+  std::vector<std::pair<double, double>> range;
   if (refit) {
     std::vector<const net::PreparedFile*> all;
     for (const auto& f : files) all.push_back(&f);
-    k = net::fit_corpus(all).constants;
+    fit = net::fit_corpus(all);
+    k = fit->constants;
+    Json ranges = Json::object();
+    for (const auto& d : net::corpus_constant_defs()) {
+      std::pair<double, double> r{std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity()};
+      for (auto o : fit->near_optima) r = {std::min(r.first, d.ref(o.constants) * d.print_factor), std::max(r.second, d.ref(o.constants) * d.print_factor)};
+      range.push_back(r);
+      ranges[d.name] = {r.first, r.second};
+    }
+    fit_json = {{"objective", fit->objective}, {"starts", fit->starts}, {"near_optimum_pct", 100 * net::kNearOptimum},
+                {"near_optima", fit->near_optima.size()}, {"constants_range", ranges}};
   }
   // Held out, every system has its own constants (not printed); otherwise the ones predicting every row.
   if (holdout)
@@ -197,10 +210,17 @@ int validate_corpus_dir(const std::string& dir, bool holdout, bool refit, Format
   const char* mode = holdout ? "leave-one-system-out" : refit ? "refit" : "presets";
   if (fmt != Format::kJson) {
     if (refit) {
-      std::printf("constants fitted on the %zu files of %s (shipped presets' values in brackets)\n", files.size(), dir.c_str());
+      std::printf("constants fitted on the %zu files of %s: objective %.6g, best of %d starts; shipped presets' values in brackets,\n"
+                  "then the range among the %zu starts that end within %.0f %% of the best objective (a wide range: the corpus\n"
+                  "hardly determines the constant)\n",
+                  files.size(), dir.c_str(), fit->objective, fit->starts, fit->near_optima.size(), 100 * net::kNearOptimum);
       net::CorpusConstants shipped = net::corpus_constants();  // a copy: ConstantDef::ref needs a mutable object
-      for (const auto& d : net::corpus_constant_defs())
-        std::printf("  %-18s %12.6g %-4s (%.6g)\n", d.name.c_str(), d.ref(k) * d.print_factor, d.unit.c_str(), d.ref(shipped) * d.print_factor);
+      const auto& defs = net::corpus_constant_defs();
+      for (std::size_t j = 0; j < defs.size(); ++j) {
+        const auto& d = defs[j];
+        std::printf("  %-22s %12.6g %-4s (%.6g)  %.4g-%.4g\n", d.name.c_str(), d.ref(k) * d.print_factor, d.unit.c_str(),
+                    d.ref(shipped) * d.print_factor, range[j].first, range[j].second);
+      }
     }
     std::printf("%s\n%-26s %9s %14s %5s %9s %14s %5s\n",
                 holdout ? "leave-one-system-out (fit without the system, predict it)" : refit ? "refitted constants" : "presets",
@@ -260,7 +280,7 @@ int validate_corpus_dir(const std::string& dir, bool holdout, bool refit, Format
                       {"rows_within_bars", t.rows_within}, {"median_abs_log_error", t.median_abs_log},
                       {"median_abs_log_error_nccl_constants", nccl_median},
                       {"trends", trends.size()}, {"trends_within_bar", trends_within}};
-    std::cout << Json{{"schema_version", 1}, {"kind", "lgreco-net-validate-corpus"}, {"mode", mode}, {"constants", constants},
+    std::cout << Json{{"schema_version", 1}, {"kind", "lgreco-net-validate-corpus"}, {"mode", mode}, {"constants", constants}, {"fit", fit_json},
                       {"bars_pct", {{"at_least_1MiB", 100 * net::kLargeBar}, {"below_1MiB", 100 * net::kSmallBar}, {"node_trend", 100 * net::kTrendBar}}},
                       {"systems", systems}, {"trends", trends_json}, {"totals", totals}, {"rows", rows}, {"provenance", provenance_json({})}}
                      .dump(2)

@@ -312,6 +312,17 @@ TEST_CASE("the shipped constants are the corpus fit", "[holdout]") {
   std::vector<const PreparedFile*> all;
   for (const auto& f : files) all.push_back(&f);
   const CorpusFit fit = fit_corpus(all);
+  // The near optima: the fit first, then the others by objective, all within kNearOptimum of it.
+  REQUIRE_FALSE(fit.near_optima.empty());
+  CHECK(fit.near_optima.front().objective == fit.objective);
+  for (const auto& d : corpus_constant_defs()) {
+    CorpusConstants first = fit.near_optima.front().constants, chosen = fit.constants;  // copies: ref needs them mutable
+    CHECK(d.ref(first) == d.ref(chosen));
+  }
+  for (std::size_t i = 1; i < fit.near_optima.size(); ++i) {
+    CHECK(fit.near_optima[i].objective >= fit.near_optima[i - 1].objective);
+    CHECK(fit.near_optima[i].objective <= fit.objective * (1 + kNearOptimum));
+  }
   // The shipped values are the fit printed to 6 significant digits: every prediction agrees to 0.1 %.
   const auto shipped = all_points(files, corpus_constants()), refit = all_points(files, fit.constants);
   REQUIRE(shipped.size() == refit.size());

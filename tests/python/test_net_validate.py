@@ -108,6 +108,13 @@ def test_validate_corpus_refit_is_the_shipped_fit(tmp_path, lgreco):
     assert doc["mode"] == "refit" and set(doc["constants"]) == set(shipped["constants"])
     for name, value in doc["constants"].items():
         assert math.isclose(value, shipped["constants"][name], rel_tol=2e-3, abs_tol=1e-9), name
+    # The fit's near optima: the best is one of them, so each constant's range holds its value.
+    fit = doc["fit"]
+    assert shipped["fit"] is None and fit["starts"] == 24 and fit["near_optimum_pct"] == 1
+    assert 1 <= fit["near_optima"] <= fit["starts"] and fit["objective"] > 0
+    assert set(fit["constants_range"]) == set(doc["constants"])
+    for name, (low, high) in fit["constants_range"].items():
+        assert low <= doc["constants"][name] <= high, name
     for f in ["a100-dgx-nccltests.tsv", "h200-hgx-pytorch.tsv", "p4dn-a100-efa-nccltests.tsv"]:
         (tmp_path / f).write_text((CORPUS / f).read_text())
     small = json.loads(lgreco("net", "validate", tmp_path, "--refit", "--format", "json", check=True).stdout)
