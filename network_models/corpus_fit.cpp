@@ -233,7 +233,7 @@ LmProblem corpus_fit_problem(const std::vector<const PreparedFile*>& files) {
   // a file whose row parameters, at every rank count, are the same with x_j moved a factor e either way from the
   // prior centre cannot depend on it (its predictions are a function of those parameters and its k-free NCCL
   // ones, and apply_corpus_constants maps each constant without a branch on the constants), so the numbers are
-  // those of recomputing every file (test_corpus_fit.cpp checks it at random points).
+  // those of recomputing every file (tests/network_models/test_corpus.cpp checks it at random points).
   st->reach.resize(defs.size());
   const CorpusConstants k0 = from_x(pb.centre);
   for (std::size_t j = 0; j < defs.size(); ++j) {
