@@ -305,7 +305,7 @@ int run_net_validate(const std::vector<std::string>& args) {
       .option("--gpus-per-process", &gpp_s, "G", "1 or node: one process drives all GPUs of a host, nccl-tests -g N (default: the file's; 1)")
       .option("--nccl-env", &nccl_env_s, "VARS", "the run's NCCL restrictions, e.g. 'NCCL_ALGO=Ring' (default: the corpus file's nccl_env; none)")
       .flag("--holdout", &holdout, "with a corpus directory: fit the presets' constants without each system and predict it")
-      .flag("--refit", &refit, "with a corpus directory: fit the presets' constants on all its files, print them and predict with them")
+      .flag("--refit", &refit, "with a corpus directory: fit the presets' constants on all its files, print them (each with its range among the near-optimal starts) and predict with them")
       .format(&fmt);
   if (!p.parse(args)) return 0;
   if (std::error_code ec; std::filesystem::is_directory(file, ec)) {

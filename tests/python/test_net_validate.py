@@ -2,6 +2,7 @@
 import json
 import math
 import pathlib
+import re
 
 import pytest
 
@@ -115,6 +116,25 @@ def test_validate_corpus_refit_is_the_shipped_fit(tmp_path, lgreco):
     assert set(fit["constants_range"]) == set(doc["constants"])
     for name, (low, high) in fit["constants_range"].items():
         assert low <= doc["constants"][name] <= high, name
+    # network-model.md's paragraph on how well the corpus determines each constant quotes these ranges.
+    text = (REPO / "docs" / "network-model.md").read_text()
+    para = text[text.index("How well the corpus determines each constant."):]
+    para = para[:para.index("\n\n")]
+    assert f"{len(doc['systems'])}-system corpus {fit['near_optima']} of the {fit['starts']} starts do" in para
+
+    def printed(value, written):  # value rounded to the significant digits of `written`
+        digits = len(written.replace(".", "").lstrip("0"))
+        return float(f"{value:.{digits}g}") == float(written)
+
+    quoted = re.findall(r"\b([a-z][a-z0-9_]*)\s+([0-9.]+)-([0-9.]+)", para)
+    assert len(quoted) >= 10
+    for name, low, high in quoted:
+        got = fit["constants_range"][name]
+        assert printed(got[0], low) and printed(got[1], high), (name, low, high, got)
+    # "up to a factor X": the widest range among the plugin constants (EFA, TCPX, TCPXO and the plugin class).
+    plugin = [h / l for n, (l, h) in fit["constants_range"].items() if re.match(r"(efa\d|tcpx|tcpxo)_|.*_plugin$", n)]
+    factor = re.search(r"up to a\s+factor ([0-9.]+)", para).group(1)
+    assert printed(max(plugin), factor), (max(plugin), factor)
     for f in ["a100-dgx-nccltests.tsv", "h200-hgx-pytorch.tsv", "p4dn-a100-efa-nccltests.tsv"]:
         (tmp_path / f).write_text((CORPUS / f).read_text())
     small = json.loads(lgreco("net", "validate", tmp_path, "--refit", "--format", "json", check=True).stdout)
