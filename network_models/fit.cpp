@@ -64,13 +64,13 @@ std::vector<ParamDef> all_params(const ModelParams& defaults, double floor_centr
 class Problem {
  public:
   Problem(const Topology& t, int ranks, Collective c, const std::vector<NcclTestsPoint>& data, Selection sel, const NcclEnv& env)
-      : t_(t), emb_(embed(t, ranks)), c_(c), data_(data), base_(nccl_params(t, emb_)) {
+      : t_(t), emb_(embed(t, ranks)), c_(c), data_(data), nccl_(nccl_params(t, emb_)), base_(nccl_) {
     base_.selection = sel;
     base_.nccl_env = env;
     // The calibrated form (collectives.hpp): LL additive, LL128 and Simple pipelined.
     base_.proto[static_cast<int>(Protocol::kLL128)].pipelined = true;
     base_.proto[static_cast<int>(Protocol::kSimple)].pipelined = true;
-    const auto simple = CollectiveModel(emb_, t, nccl_params(t, emb_)).evaluate(c, Algorithm::kRing, Protocol::kSimple, 1.0);
+    const auto simple = CollectiveModel(emb_, t, nccl_, nccl_).evaluate(c, Algorithm::kRing, Protocol::kSimple, 1.0);
     const double floor_centre = simple ? simple->latency_s : 50e-6;
     for (auto& d : all_params(base_, floor_centre)) {
       const bool multi = emb_.hosts > 1;
@@ -94,7 +94,7 @@ class Problem {
     for (std::size_t j = 0; j < x.size(); ++j) defs_[j].set(p, std::exp(x[j]));
     return p;
   }
-  CollectiveModel model(const std::vector<double>& x) const { return CollectiveModel(emb_, t_, params(x)); }
+  CollectiveModel model(const std::vector<double>& x) const { return CollectiveModel(emb_, t_, params(x), nccl_); }
   /// Residuals ln(pred/meas).
   std::vector<double> residuals(const std::vector<double>& x) const {
     const CollectiveModel m = model(x);
@@ -122,6 +122,7 @@ class Problem {
   Embedding emb_;
   Collective c_;
   const std::vector<NcclTestsPoint>& data_;
+  ModelParams nccl_;  ///< NCCL's own parameters for this embedding (the prior, and the tuning table of every model)
   ModelParams base_;
   std::vector<ParamDef> defs_;
 };
