@@ -194,7 +194,8 @@ WindowPlan plan_window(const Window& w, const PlanOptions& o, const net::Collect
   if (!(o.budget.value >= 0) || !std::isfinite(o.budget.value)) throw ConfigError("budget " + std::to_string(o.budget.value) + ": expected a finite value >= 0");
   const std::optional<std::regex> inc = o.include_re ? std::optional(compile(*o.include_re, "include")) : std::nullopt;
   const std::optional<std::regex> exc = o.exclude_re ? std::optional(compile(*o.exclude_re, "exclude")) : std::nullopt;
-  for (const auto& [name, spec] : o.pins) {
+  for (const auto& pin : o.pins) {
+    const std::string& name = pin.first;
     if (std::none_of(w.layers.begin(), w.layers.end(), [&](const LayerTable& l) { return l.name == name; })) {
       throw ConfigError("pin '" + name + "': no such parameter in the tables");
     }

@@ -163,8 +163,9 @@ Json wire_json(const Schedule& s, const Phase& p) {
     Json w = kernels::wire_plan_to_json(kernels::wire_plan(m, shape), m.method);
     const auto to = p.end_step ? std::optional<std::uint64_t>(static_cast<std::uint64_t>(*p.end_step)) : std::nullopt;
     const auto stages = kernels::wire_stages(m, shape, static_cast<std::uint64_t>(p.start_step), to);
+    const auto& method = m.method;  // a lambda may not capture the binding m before Clang 16
     const bool varies = std::any_of(stages.begin(), stages.end(), [&](const kernels::WireStage& st) {
-      return kernels::wire_plan_to_json(st.plan, m.method) != w;
+      return kernels::wire_plan_to_json(st.plan, method) != w;
     });
     if (varies) {
       w["stages"] = Json::array();

@@ -51,7 +51,10 @@ KthKey select_core(std::uint64_t n, std::uint64_t k, KeyAt key_at, std::vector<s
   for (; i < n; ++i) ++h4[key_at(i) >> kShift1];
   std::array<std::uint32_t, 2048> hist{};
   for (std::uint32_t d = 0; d < 2048; ++d) hist[d] = h4[d] + h4[2048 + d] + h4[4096 + d] + h4[6144 + d];
-  const auto [d1, above1] = find_digit(hist.data(), 2048, k);
+  // Plain variables, not a structured binding: the lambda below captures d1, which Clang before 16
+  // refuses for bindings (the fuzz build, `make fuzz`, uses Clang 14).
+  const auto [d1_found, above1] = find_digit(hist.data(), 2048, k);
+  const std::uint32_t d1 = d1_found;
 
   // Pass 2: compact the candidates (digit 1 == d1) with a digit-2 histogram; collect indices above.
   // Sizes are known from pass 1, so the buffers are filled by index. Most elements are below d1:
