@@ -1,6 +1,7 @@
 #include "core/collective.hpp"
 
 #include "core/error.hpp"
+#include "core/text.hpp"
 
 namespace lgreco {
 
@@ -14,7 +15,7 @@ const char* to_string(Collective c) {
   return "?";
 }
 
-Collective parse_collective(std::string_view name) {
+Collective parse_collective(std::string_view name, const std::string& where) {
   for (Collective c : {Collective::kAllreduce, Collective::kAllgather, Collective::kReduceScatter, Collective::kBroadcast}) {
     if (name == to_string(c)) return c;
   }
@@ -22,7 +23,8 @@ Collective parse_collective(std::string_view name) {
   if (name == "all_reduce") return Collective::kAllreduce;
   if (name == "all_gather") return Collective::kAllgather;
   if (name == "reduce_scatter") return Collective::kReduceScatter;
-  throw ConfigError("unknown collective \"" + std::string(name) + "\" (expected allreduce, allgather, reducescatter, broadcast)");
+  throw ConfigError((where.empty() ? "" : where + ": ") + "unknown collective \"" + printable(name) +
+                    "\" (expected allreduce, allgather, reducescatter, broadcast)");
 }
 
 }  // namespace lgreco

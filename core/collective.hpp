@@ -13,7 +13,9 @@ enum class Collective { kAllreduce, kAllgather, kReduceScatter, kBroadcast };
 /// "allreduce", "allgather", "reducescatter", "broadcast".
 const char* to_string(Collective c);
 
-/// Parses the names above (also nccl-tests' all_reduce, all_gather, reduce_scatter); ConfigError listing them otherwise.
-Collective parse_collective(std::string_view name);
+/// Parses the names above (also nccl-tests' all_reduce, all_gather, reduce_scatter); otherwise a
+/// one-line ConfigError "<where>: unknown collective ..." listing them (where: the file and field the
+/// name was read from; "" for none).
+Collective parse_collective(std::string_view name, const std::string& where = "");
 
 }  // namespace lgreco

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "core/text.hpp"
 
 namespace lgreco::units {
 namespace {
@@ -30,7 +31,7 @@ NumberAndUnit split(std::string_view text, const char* what, const char* forms) 
   errno = 0;
   const double v = std::strtod(begin, &end);
   if (end == begin || errno == ERANGE || !std::isfinite(v)) {
-    throw ConfigError(std::string("invalid ") + what + " '" + s + "': expected " + forms);
+    throw ConfigError(std::string("invalid ") + what + " '" + printable(s) + "': expected " + forms);
   }
   return {v, std::string(trim(std::string_view(end)))};
 }
@@ -50,12 +51,12 @@ std::uint64_t parse_bytes(std::string_view text) {
   else if (unit == "MB") mult = 1e6;
   else if (unit == "GB") mult = 1e9;
   else if (unit == "TB") mult = 1e12;
-  else throw ConfigError("invalid size '" + std::string(trim(text)) + "': unknown unit '" + unit + "', expected " + kForms);
-  if (v < 0) throw ConfigError("invalid size '" + std::string(trim(text)) + "': must not be negative");
+  else throw ConfigError("invalid size '" + printable(trim(text)) + "': unknown unit '" + printable(unit) + "', expected " + kForms);
+  if (v < 0) throw ConfigError("invalid size '" + printable(trim(text)) + "': must not be negative");
   const double bytes = v * mult;
-  if (bytes > 1.8e19) throw ConfigError("invalid size '" + std::string(trim(text)) + "': too large");
+  if (bytes > 1.8e19) throw ConfigError("invalid size '" + printable(trim(text)) + "': too large");
   if (std::floor(bytes) != bytes) {
-    throw ConfigError("invalid size '" + std::string(trim(text)) + "': not a whole number of bytes");
+    throw ConfigError("invalid size '" + printable(trim(text)) + "': not a whole number of bytes");
   }
   return static_cast<std::uint64_t>(bytes);
 }
@@ -68,8 +69,8 @@ double parse_seconds(std::string_view text) {
   else if (unit == "ms") mult = 1e-3;
   else if (unit == "us" || unit == "µs" || unit == "\xCE\xBCs") mult = 1e-6;
   else if (unit == "ns") mult = 1e-9;
-  else throw ConfigError("invalid duration '" + std::string(trim(text)) + "': unknown unit '" + unit + "', expected " + kForms);
-  if (v < 0) throw ConfigError("invalid duration '" + std::string(trim(text)) + "': must not be negative");
+  else throw ConfigError("invalid duration '" + printable(trim(text)) + "': unknown unit '" + printable(unit) + "', expected " + kForms);
+  if (v < 0) throw ConfigError("invalid duration '" + printable(trim(text)) + "': must not be negative");
   return v * mult;
 }
 
@@ -79,7 +80,7 @@ double parse_bandwidth_Bps(std::string_view text) {
   auto [v, unit] = split(text, "bandwidth", kForms);
   if (unit.empty()) {
     // A bare number is ambiguous (bits or bytes? per second at which prefix?): a unit is required.
-    throw ConfigError("invalid bandwidth '" + std::string(trim(text)) + "': needs a unit, e.g. " + std::string(trim(text)) +
+    throw ConfigError("invalid bandwidth '" + printable(trim(text)) + "': needs a unit, e.g. " + printable(trim(text)) +
                       "Gbps; expected " + kForms);
   }
   double prefix = 1;
@@ -94,8 +95,8 @@ double parse_bandwidth_Bps(std::string_view text) {
   double per_unit = 0;
   if (rest == "bps" || rest == "b/s" || rest == "bit/s" || rest == "bits/s") per_unit = 1.0 / kBitsPerByte;
   else if (rest == "Bps" || rest == "B/s") per_unit = 1.0;
-  else throw ConfigError("invalid bandwidth '" + std::string(trim(text)) + "': unknown unit '" + unit + "', expected " + kForms);
-  if (v <= 0) throw ConfigError("invalid bandwidth '" + std::string(trim(text)) + "': must be positive");
+  else throw ConfigError("invalid bandwidth '" + printable(trim(text)) + "': unknown unit '" + printable(unit) + "', expected " + kForms);
+  if (v <= 0) throw ConfigError("invalid bandwidth '" + printable(trim(text)) + "': must be positive");
   return v * prefix * per_unit;
 }
 

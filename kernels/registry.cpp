@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "core/text.hpp"
 #include "kernels/method.hpp"
 
 namespace lgreco::kernels {
@@ -239,7 +240,7 @@ class ValueReader {
 
  private:
   [[noreturn]] void fail(const std::string& expected) const {
-    throw ConfigError("method '" + std::string(m_.name) + "': parameter '" + p_.name + "' = '" + text_ + "': expected " + expected);
+    throw ConfigError("method '" + std::string(m_.name) + "': parameter '" + p_.name + "' = '" + printable(text_) + "': expected " + expected);
   }
   std::string int_range() const {
     return "an integer in [" + std::to_string(p_.int_min) + ", " + std::to_string(p_.int_max) + "]";
@@ -319,7 +320,7 @@ const ParamInfo* find_param(const MethodInfo& m, std::string_view name) {
 
 Method method_from_name(std::string_view name) {
   if (const MethodInfo* m = find_method(name)) return m->method;
-  throw ConfigError("unknown compression method '" + std::string(name) + "'; known: " + known_methods());
+  throw ConfigError("unknown compression method '" + printable(name) + "'; known: " + known_methods());
 }
 
 std::string method_name(Method m) { return method_info(m).name; }
@@ -332,12 +333,12 @@ MethodSpec parse_method(std::string_view name, const ParamList& params) {
   const MethodInfo& info = method_info(s.method);
   std::set<std::string> seen;
   for (const auto& [key, value] : params) {
-    if (!seen.insert(key).second) throw ConfigError("method '" + std::string(info.name) + "': parameter '" + key + "' given twice");
+    if (!seen.insert(key).second) throw ConfigError("method '" + std::string(info.name) + "': parameter '" + printable(key) + "' given twice");
     const ParamInfo* p = find_param(info, key);
     if (!p) {
       std::string known;
       for (const auto& q : info.params) known += (known.empty() ? "" : ", ") + std::string(q.name);
-      throw ConfigError("method '" + std::string(info.name) + "': unknown parameter '" + key + "'" +
+      throw ConfigError("method '" + std::string(info.name) + "': unknown parameter '" + printable(key) + "'" +
                         (known.empty() ? " (this method has no parameters)" : "; known: " + known));
     }
     p->set(s, ValueReader(info, *p, value).read());
@@ -361,7 +362,7 @@ MethodSpec parse_method_text(std::string_view text) {
       const std::string_view kv = rest.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
       const auto eq = kv.find('=');
       if (eq == std::string_view::npos || eq == 0)
-        throw ConfigError("method '" + std::string(text) + "': expected key=value, got '" + std::string(kv) + "'");
+        throw ConfigError("method '" + printable(text) + "': expected key=value, got '" + printable(kv) + "'");
       params.emplace_back(std::string(kv.substr(0, eq)), std::string(kv.substr(eq + 1)));
       if (comma == std::string_view::npos) break;
       start = comma + 1;

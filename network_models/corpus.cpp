@@ -112,7 +112,7 @@ CorpusFile parse_corpus(const std::string& text, const std::string& origin) {
     if (cols.size() != 5) throw InputError(where + ": expected 5 tab-separated columns, got " + std::to_string(cols.size()));
     CorpusRow r;
     r.line = lineno;
-    r.collective = parse_collective(cols[0]);
+    r.collective = parse_collective(cols[0], where + ": collective");
     const double ranks = number(cols[1], where, "ranks");
     if (ranks < 2 || ranks != std::floor(ranks)) throw InputError(where + ": ranks " + cols[1] + " must be a whole number >= 2");
     r.ranks = static_cast<int>(ranks);
@@ -172,9 +172,17 @@ std::vector<CorpusFile> load_corpus_dir(const std::filesystem::path& dir) {
 }
 
 Topology corpus_topology(const CorpusFile& f) {
-  const auto local = std::filesystem::path(f.origin).parent_path() / f.topology;
-  if (f.topology.size() > 5 && f.topology.substr(f.topology.size() - 5) == ".json") return load_topology_file(local);
-  return preset_topology(f.topology);
+  // Errors name the corpus file first: "FILE: topology: unknown topology ...".
+  const std::string where = f.origin + ": topology";
+  try {
+    const auto local = std::filesystem::path(f.origin).parent_path() / f.topology;
+    if (f.topology.size() > 5 && f.topology.substr(f.topology.size() - 5) == ".json") return load_topology_file(local);
+    return preset_topology(f.topology);
+  } catch (const ConfigError& e) {
+    throw ConfigError(where + ": " + e.what());
+  } catch (const InputError& e) {
+    throw InputError(where + ": " + e.what());
+  }
 }
 
 }  // namespace lgreco::net

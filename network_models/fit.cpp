@@ -1,6 +1,7 @@
 // Levenberg–Marquardt calibration of the collective model (objective stated in fit.hpp).
 #include "network_models/fit.hpp"
 
+#include "core/text.hpp"
 #include "network_models/levenberg.hpp"
 
 #include <algorithm>
@@ -244,11 +245,11 @@ ModelParams params_from_fit(const Json& fit, const std::string& origin, const To
   if (kind != "lgreco-network-fit") throw ConfigError(origin + ": kind \"" + kind + "\", expected \"lgreco-network-fit\"");
   const std::string topo = o.get<std::string>("topology");
   if (topo != t.name && (derived_from.empty() || topo != derived_from)) {
-    throw ConfigError(origin + ": fitted for topology \"" + topo + "\", not \"" + t.name + "\"" +
+    throw ConfigError(origin + ": fitted for topology \"" + printable(topo) + "\", not \"" + printable(t.name) + "\"" +
                       (derived_from.empty() || derived_from == t.name ? "" : " (built from \"" + derived_from + "\")"));
   }
   o.get<int>("ranks");
-  parse_collective(o.get<std::string>("collective"));
+  parse_collective(o.get<std::string>("collective"), o.child("collective"));
   ModelParams p = nccl_params(t, ranks);
   p.nccl_version = o.get<std::string>("nccl_version");
   p.selection = parse_selection(o.get_or<std::string>("selection", "fastest"));

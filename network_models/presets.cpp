@@ -3,6 +3,7 @@
 #include "core/units.hpp"
 
 #include <filesystem>
+#include <algorithm>
 #include <cstdio>
 #include <regex>
 
@@ -138,17 +139,27 @@ Topology preset_topology(const std::string& name) {
     }
     const int hosts = spec->hosts, gpus = spec->gpus_per_host, nics = spec->nics;
     const double gbps = spec->nic_gbps;
-    if (hosts < 1 || gpus < 1 || nics < 1 || gbps <= 0) throw ConfigError("topology \"" + name + "\": counts and rate must be positive");
+    if (hosts < 1 || gpus < 1 || nics < 1 || gbps <= 0) throw ConfigError("topology \"" + printable(name) + "\": counts and rate must be positive");
+    // The limits validate() holds every topology to, checked before the graph is built (nodes: add_host's
+    // count per host, at most 2 above it): a spec such as 4x8xH100-4000000x400G would otherwise
+    // allocate millions of nodes first.
+    if (hosts > kMaxTopologyHosts || gpus > kMaxGpusPerHost || nics > kMaxGpusPerHost ||
+        static_cast<std::int64_t>(hosts) * (gpus + nics + std::max(1, gpus / 2) + 3) + 1 > kMaxTopologyNodes) {
+      throw ConfigError("topology \"" + printable(name) + "\": " + std::to_string(hosts) + " hosts of " + std::to_string(gpus) + " GPUs and " +
+                        std::to_string(nics) + " NICs is beyond what lgreco models (at most " + std::to_string(kMaxTopologyHosts) +
+                        " hosts, " + std::to_string(kMaxGpusPerHost) + " GPUs and NICs per host, " + std::to_string(kMaxTopologyNodes) +
+                        " nodes)");
+    }
     t.name = name;
     try {
       t.gpu = gpu_spec(spec->gpu);
     } catch (const ConfigError& e) {
-      throw ConfigError("topology \"" + name + "\": " + e.what());
+      throw ConfigError("topology \"" + printable(name) + "\": " + e.what());
     }
     if (!spec->plugin.empty() && spec->unit == "GbE")
-      throw ConfigError("topology \"" + name + "\": " + spec->plugin.substr(1) + " is a plugin transport, not TCP sockets (GbE)");
+      throw ConfigError("topology \"" + printable(name) + "\": " + spec->plugin.substr(1) + " is a plugin transport, not TCP sockets (GbE)");
     if (spec->nogdr && spec->unit == "GbE")
-      throw ConfigError("topology \"" + name + "\": -nogdr applies to NIC transports; TCP sockets (GbE) always stage through host memory");
+      throw ConfigError("topology \"" + printable(name) + "\": -nogdr applies to NIC transports; TCP sockets (GbE) always stage through host memory");
     t.transport = spec->unit == "GbE"   ? Transport::kSocket
                   : spec->plugin.empty() ? Transport::kRdma
                                          : plugin_transport(spec->plugin);
@@ -156,7 +167,7 @@ Topology preset_topology(const std::string& name) {
     if (t.transport == Transport::kEfa) {
       t.efa_generation = spec->plugin.size() > 4 ? spec->plugin[4] - '0' : default_efa_generation(t.gpu.name);
       if (t.efa_generation == 0)
-        throw ConfigError("topology \"" + name + "\": no default EFA generation for " + t.gpu.name +
+        throw ConfigError("topology \"" + printable(name) + "\": no default EFA generation for " + t.gpu.name +
                           " (only for the GPUs of AWS P instances); name it with -efa1 .. -efa4, generation " + kEfaGenerationChoices);
     }
     t.nvls = t.gpu.compute_capability >= 90 && t.gpu.nvlinks > 0;
@@ -182,7 +193,7 @@ std::optional<ClusterSpec> parse_cluster_spec(const std::string& name) {
     c.nics = m[4].matched ? std::stoi(m[4]) : 1;
     c.nic_gbps = std::stod(m[5]);
   } catch (const std::exception&) {
-    throw ConfigError("topology \"" + name + "\": a count or rate is out of range");
+    throw ConfigError("topology \"" + printable(name) + "\": a count or rate is out of range");
   }
   c.gpu = m[3];
   c.unit = m[6];

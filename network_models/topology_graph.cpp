@@ -97,7 +97,7 @@ class Router {
         best = static_cast<int>(i);
       }
     }
-    if (best < 0) throw ConfigError("topology " + t_.name + ": host " + std::to_string(host) + " has no " + to_string(k));
+    if (best < 0) throw ConfigError("topology " + printable(t_.name) + ": host " + std::to_string(host) + " has no " + to_string(k));
     return best;
   }
 
@@ -290,9 +290,9 @@ void validate(const Topology& t, const std::string& origin) {
 
 Embedding embed(const Topology& t, int ranks) {
   const int per = t.gpus_per_host();
-  if (ranks < 1 || ranks > t.gpus()) throw ConfigError("topology " + t.name + ": " + std::to_string(ranks) + " ranks, expected 1.." + std::to_string(t.gpus()));
+  if (ranks < 1 || ranks > t.gpus()) throw ConfigError("topology " + printable(t.name) + ": " + std::to_string(ranks) + " ranks, expected 1.." + std::to_string(t.gpus()));
   if (ranks > per && ranks % per != 0) {
-    throw ConfigError("topology " + t.name + ": " + std::to_string(ranks) + " ranks is neither <= " + std::to_string(per) + " GPUs per host nor a multiple of it");
+    throw ConfigError("topology " + printable(t.name) + ": " + std::to_string(ranks) + " ranks is neither <= " + std::to_string(per) + " GPUs per host nor a multiple of it");
   }
   Embedding e;
   e.ranks = ranks;

@@ -129,6 +129,15 @@ Topology topology_from_json(const Json& j, const std::string& origin) {
   }
   o.finish();
   validate(t, origin);
+  // Routes are found when the topology is first used (embed, nic_sharing): find them now, so that a
+  // file whose GPUs cannot reach a NIC or each other without forwarding through another GPU is
+  // rejected naming the file, not later naming only the topology's "name".
+  try {
+    (void)nic_sharing(t);
+    (void)embed(t, t.gpus());
+  } catch (const ConfigError& e) {
+    throw ConfigError(origin + ": " + e.what());
+  }
   return t;
 }
 

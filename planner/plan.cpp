@@ -113,7 +113,7 @@ Engine parse_engine(const std::string& name) {
   for (Engine e : {Engine::kReference, Engine::kExact, Engine::kTime, Engine::kDual}) {
     if (engine_name(e) == name) return e;
   }
-  throw ConfigError("engine '" + name + "': expected reference, exact, time or dual");
+  throw ConfigError("engine " + quote_name(name) + ": expected reference, exact, time or dual");
 }
 
 sim::StepResult predict_step(const Window& w, const std::vector<Candidate>& chosen, const PlanOptions& opt,
@@ -197,7 +197,7 @@ WindowPlan plan_window(const Window& w, const PlanOptions& o, const net::Collect
   for (const auto& pin : o.pins) {
     const std::string& name = pin.first;
     if (std::none_of(w.layers.begin(), w.layers.end(), [&](const LayerTable& l) { return l.name == name; })) {
-      throw ConfigError("pin '" + name + "': no such parameter in the tables");
+      throw ConfigError("pin " + quote_name(name) + ": no such parameter in the tables");
     }
   }
   WindowPlan p;

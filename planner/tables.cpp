@@ -105,7 +105,7 @@ LayerTable read_layer(const Json& j, const std::string& where, const std::string
     cand.collective = ref.collective;
     if (const Json* coll = c.find("collective")) {
       if (!coll->is_string()) throw ConfigError(cw + ".collective: expected a string, got " + coll->dump());
-      cand.collective = parse_collective(coll->get<std::string>());
+      cand.collective = parse_collective(coll->get<std::string>(), cw + ".collective");
     }
     if (const Json* kt = c.find("kernel_time_s"); kt && !kt->is_null()) {
       if (!kt->is_number()) throw ConfigError(cw + ": kernel_time_s = " + kt->dump() + "; expected a number");
