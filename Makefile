@@ -6,7 +6,7 @@ JOBS    ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 LGRECO  := $(abspath $(BUILD))/tools/lgreco
 
-.PHONY: all deps configure build build-tool test test-cpp test-python test-sanitize demo bench notebooks gpu-check clean
+.PHONY: all deps configure build build-tool test test-cpp test-python test-sanitize fuzz demo bench notebooks gpu-check clean
 
 all: build
 
@@ -59,6 +59,21 @@ test-sanitize: deps
 	$(SAN_ENV) LGRECO_BIN=$(SAN_LGRECO) PYTHONPATH=$(abspath python) $(PY) -m pytest -q -p no:cacheprovider $(PYTEST_JOBS) \
 	  tests/python/test_bad_input.py tests/python/test_trace_bad_input.py
 
+# The input readers' libFuzzer targets (fuzz/), built with Clang, ASan and UBSan in their own folder,
+# each run FUZZ_SECONDS from its seeds (scripts/fuzz.sh says what it does with a failing input).
+# Not part of `make test`, which replays the stored seeds and reproducers of every target instead.
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS := nccl_tests corpus nccl_env topology_json network_fit_json schedule_json tables_json plan_options_json \
+                profile_json layers_json values
+fuzz:
+	@bash scripts/install-deps.sh --fuzz
+	@cmake -S . -B $(FUZZ_BUILD) -G Ninja -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+	  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" -DLGRECO_CUDA=OFF -DLGRECO_PYTHON=OFF \
+	  -DLGRECO_MPI=OFF -DLGRECO_BUILD_TESTS=OFF -DLGRECO_SANITIZE=address,undefined -DLGRECO_FUZZ=ON $(CMAKE_FLAGS) >/dev/null
+	@cmake --build $(FUZZ_BUILD) -j $(JOBS) --target $(addprefix fuzz_,$(FUZZ_TARGETS))
+	$(SAN_ENV) bash scripts/fuzz.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
 demo: build-tool
 	@bash scripts/demo.sh $(LGRECO)
 
@@ -74,4 +89,4 @@ gpu-check:
 	@bash scripts/gpu-check.sh $(or $(OUT),gpu-results)
 
 clean:
-	rm -rf $(BUILD) $(BUILD)-bench $(SAN_BUILD)
+	rm -rf $(BUILD) $(BUILD)-bench $(SAN_BUILD) $(FUZZ_BUILD)

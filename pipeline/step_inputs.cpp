@@ -73,8 +73,9 @@ StepInputs inputs_from_trace(const std::string& path) {
   return in;
 }
 
-StepInputs inputs_from_layers(const std::string& path) {
-  const Json doc = read_json_file(path);
+StepInputs inputs_from_layers(const std::string& path) { return inputs_from_layers_json(read_json_file(path), path); }
+
+StepInputs inputs_from_layers_json(const Json& doc, const std::string& path) {
   JsonObject o(doc, path);
   StepInputs in;
   in.model = path;

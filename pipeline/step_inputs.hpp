@@ -30,6 +30,8 @@ StepInputs inputs_from_trace(const std::string& path);
 /// A layers file {"batch_per_gpu": B, "tensors": [{"name", "shape", "uses_per_sample"}]} in
 /// model.parameters() order: DDP buckets, FLOP information for the estimate.
 StepInputs inputs_from_layers(const std::string& path);
+/// The same from a parsed document; errors name `origin` and the field.
+StepInputs inputs_from_layers_json(const Json& doc, const std::string& origin);
 
 /// Every layer at `m`.
 void set_uniform(StepInputs& in, const kernels::MethodSpec& m);

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages lgreco needs, skipping those already present.
 # Idempotent: a second run installs nothing and exits 0 quickly.
+#   --fuzz  also Clang and its libFuzzer runtime (`make fuzz` only; `make demo`/`make test` need neither)
 set -euo pipefail
 
 packages=(
@@ -12,6 +13,9 @@ packages=(
   python3-pytest python3-pytest-xdist python3-pytest-timeout python3-jsonschema python3-dev pybind11-dev python3-venv python3-setuptools python3-sklearn
   jupyter-nbconvert python3-ipykernel python3-nbformat
 )
+if [ "${1:-}" = "--fuzz" ]; then
+  packages+=(clang libclang-rt-14-dev)
+fi
 
 missing=()
 for p in "${packages[@]}"; do
