@@ -114,7 +114,10 @@ CorpusFile parse_corpus(const std::string& text, const std::string& origin) {
     r.line = lineno;
     r.collective = parse_collective(cols[0], where + ": collective");
     const double ranks = number(cols[1], where, "ranks");
-    if (ranks < 2 || ranks != std::floor(ranks)) throw InputError(where + ": ranks " + cols[1] + " must be a whole number >= 2");
+    // 2^20 ranks: far beyond any published run, and within int before the conversion below.
+    if (ranks < 2 || ranks > (1 << 20) || ranks != std::floor(ranks)) {
+      throw InputError(where + ": ranks " + cols[1] + " must be a whole number from 2 to " + std::to_string(1 << 20));
+    }
     r.ranks = static_cast<int>(ranks);
     r.size_bytes = number(cols[2], where, "size_bytes");
     if (r.size_bytes <= 0 || r.size_bytes != std::floor(r.size_bytes)) throw InputError(where + ": size_bytes " + cols[2] + " must be a whole number > 0");

@@ -286,6 +286,16 @@ void validate(const Topology& t, const std::string& origin) {
     if (n != per) throw ConfigError(origin + ": host " + std::to_string(h) + " has " + std::to_string(n) + " GPUs, host 0 has " + std::to_string(per));
   }
   if (t.hosts() > 1 && t.nics_per_host() == 0) throw ConfigError(origin + ": several hosts but host 0 has no NIC");
+  // NICs per host, equal on every host as the GPUs are: the multi-host ring runs one channel per NIC
+  // of host 0 through the same NIC index on every host.
+  std::vector<int> nics_per(static_cast<std::size_t>(t.hosts()), 0);
+  for (const auto& n : t.nodes) {
+    if (n.kind == NodeKind::kNic) ++nics_per[static_cast<std::size_t>(n.host)];
+  }
+  for (std::size_t h = 1; h < nics_per.size(); ++h) {
+    if (nics_per[h] != nics_per[0])
+      throw ConfigError(origin + ": host " + std::to_string(h) + " has " + std::to_string(nics_per[h]) + " NICs, host 0 has " + std::to_string(nics_per[0]));
+  }
 }
 
 Embedding embed(const Topology& t, int ranks) {
