@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "core/text.hpp"
 #include "core/json_util.hpp"
 
 namespace lgreco::kernels {
@@ -59,7 +60,7 @@ MethodSpec method_from_json(const nlohmann::json& j, const std::string& where) {
                                                          : v.is_number();
         if (!ok) {
           const char* want = pi->type == ParamType::kBool ? "true or false" : pi->type == ParamType::kChoice ? "a string" : "a number";
-          throw ConfigError(where + ": method '" + name + "': parameter '" + it.key() + "' = " + v.dump() + ": expected " + want);
+          throw ConfigError(where + ": method '" + printable(name) + "': parameter '" + printable(it.key()) + "' = " + v.dump() + ": expected " + want);
         }
       }
       params.emplace_back(it.key(), scalar_text(v, where + ".params." + it.key()));

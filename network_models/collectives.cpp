@@ -1,5 +1,6 @@
 // NCCL-shaped collective cost; the formulas are stated in collectives.hpp.
 #include "network_models/collectives.hpp"
+#include "core/text.hpp"
 #include "core/units.hpp"
 
 #include "core/int_math.hpp"
@@ -297,10 +298,10 @@ const char* to_string(Protocol p) {
 
 const char* to_string(Selection s) { return s == Selection::kFastest ? "fastest" : "nccl-tuning"; }
 
-Selection parse_selection(const std::string& s) {
+Selection parse_selection(const std::string& s, const std::string& where) {
   if (s == "fastest") return Selection::kFastest;
   if (s == "nccl-tuning") return Selection::kNcclTuning;
-  throw ConfigError("unknown selection \"" + s + "\" (expected fastest, nccl-tuning)");
+  throw ConfigError((where.empty() ? "" : where + ": ") + "unknown selection \"" + printable(s) + "\" (expected fastest, nccl-tuning)");
 }
 
 }  // namespace lgreco::net

@@ -214,7 +214,8 @@ class NetworkCost : public CollectiveCost {
 };
 
 const char* to_string(Selection s);  ///< "fastest", "nccl-tuning"
-/// "fastest" or "nccl-tuning"; ConfigError otherwise.
-Selection parse_selection(const std::string& s);
+/// "fastest" or "nccl-tuning"; otherwise a ConfigError prefixed with `where` (the file and field, or
+/// the flag, it was read from; "" for none).
+Selection parse_selection(const std::string& s, const std::string& where = "");
 
 }  // namespace lgreco::net

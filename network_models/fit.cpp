@@ -252,7 +252,7 @@ ModelParams params_from_fit(const Json& fit, const std::string& origin, const To
   parse_collective(o.get<std::string>("collective"), o.child("collective"));
   ModelParams p = nccl_params(t, ranks);
   p.nccl_version = o.get<std::string>("nccl_version");
-  p.selection = parse_selection(o.get_or<std::string>("selection", "fastest"));
+  p.selection = parse_selection(o.get_or<std::string>("selection", "fastest"), o.child("selection"));
   const Json& pl = o.require("pipelined_protocols");
   if (!pl.is_array()) throw ConfigError(o.child("pipelined_protocols") + ": expected an array of protocol names");
   for (const auto& name : pl) {

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/error.hpp"
+#include "core/text.hpp"
 #include "core/units.hpp"
 #include "kernels/method_json.hpp"
 
@@ -26,7 +27,7 @@ Budget::Kind budget_kind(const std::string& name, const std::string& where) {
   if (name == "error") return Budget::Kind::kError;
   if (name == "bytes") return Budget::Kind::kBytes;
   if (name == "time") return Budget::Kind::kTime;
-  throw ConfigError(where + ": '" + name + "'; expected alpha, error, bytes or time");
+  throw ConfigError(where + ": " + quote_name(name) + "; expected alpha, error, bytes or time");
 }
 
 int positive_int(JsonObject& o, const std::string& key, int fallback) {
@@ -72,7 +73,7 @@ void read_network(const Json& j, const std::string& where, NetworkSpec* out) {
         n.nccl_env = net::parse_nccl_env(t["nccl_env"].get<std::string>(), where_env);
       }
     } else {
-      throw ConfigError(o.child("model") + ": '" + model + "'; expected ring or nccl");
+      throw ConfigError(o.child("model") + ": " + quote_name(model) + "; expected ring or nccl");
     }
     o.finish();
   }

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "core/error.hpp"
+#include "core/text.hpp"
 #include "core/int_math.hpp"
 #include "kernels/method_json.hpp"
 #include "kernels/wire.hpp"
@@ -158,7 +159,7 @@ Json wire_json(const Schedule& s, const Phase& p) {
   Json out = Json::object();
   for (const auto& [name, m] : p.layers) {
     auto it = shape_of.find(name);
-    if (it == shape_of.end()) throw ConfigError("schedule: phase '" + p.label + "' names parameter '" + name + "', which has no shape");
+    if (it == shape_of.end()) throw ConfigError("schedule: phase '" + printable(p.label) + "' names parameter '" + printable(name) + "', which has no shape");
     const auto& shape = *it->second;
     Json w = kernels::wire_plan_to_json(kernels::wire_plan(m, shape), m.method);
     const auto to = p.end_step ? std::optional<std::uint64_t>(static_cast<std::uint64_t>(*p.end_step)) : std::nullopt;

@@ -3,6 +3,7 @@
 #include <set>
 
 #include "core/error.hpp"
+#include "core/text.hpp"
 #include "planner/schedule.hpp"
 
 namespace lgreco::planner {
@@ -85,7 +86,7 @@ const Phase& find_phase(const Schedule& s, const std::string& label) {
     if (p.label == label) return p;
     known += (known.empty() ? "" : ", ") + p.label;
   }
-  throw ConfigError("no phase labelled '" + label + "' (phases: " + known + ")");
+  throw ConfigError("no phase labelled '" + printable(label) + "' (phases: " + known + ")");
 }
 
 }  // namespace lgreco::planner

@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "core/error.hpp"
+#include "core/text.hpp"
 #include "planner/tables.hpp"
 #include "kernels/method_json.hpp"
 #include "traces/hdf5.hpp"
@@ -135,7 +136,7 @@ void reject_unknown(const std::vector<std::string>& names, const std::set<std::s
     if (known.count(n)) continue;
     std::string list;
     for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
-    throw ConfigError(where + ": unknown " + what + " '" + n + "' (known: " + list + ")");
+    throw ConfigError(where + ": unknown " + what + " '" + printable(n) + "' (known: " + list + ")");
   }
 }
 
@@ -307,7 +308,7 @@ Tables read_tables_h5(const std::filesystem::path& path) {
   reject_unknown(member_names(root, origin), {"settings", "windows"}, origin, "member");
   if (!h5::has_attr(root, "kind")) throw ConfigError(origin + ": root attribute 'kind' is missing (not lgreco tables)");
   const std::string kind = h5::read_attr_string(root, "kind", origin);
-  if (kind != "lgreco-tables") throw ConfigError(origin + ": kind '" + kind + "'; expected 'lgreco-tables'");
+  if (kind != "lgreco-tables") throw ConfigError(origin + ": kind '" + printable(kind) + "'; expected 'lgreco-tables'");
   const std::int64_t version = h5::read_attr_int(root, "schema_version", origin);
   if (version != 1)
     throw ConfigError(origin + ": schema_version " + std::to_string(version) + " is not supported (expected 1)");

@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "core/cancel.hpp"
+#include "core/text.hpp"
 #include "core/error.hpp"
 #include "kernels/error_feedback.hpp"
 #include "sim/replay_measure.hpp"
@@ -43,7 +44,7 @@ ErrorMode error_mode_from_name(const std::string& name) {
   if (name == "power") return ErrorMode::kPower;
   if (name == "exact") return ErrorMode::kExact;
   if (name == "trajectory") return ErrorMode::kTrajectory;
-  throw ConfigError("unknown error mode '" + name + "' (expected power, exact or trajectory)");
+  throw ConfigError("unknown error mode '" + printable(name) + "' (expected power, exact or trajectory)");
 }
 
 std::string to_string(ErrorMode m) {
@@ -57,7 +58,7 @@ std::string to_string(ErrorMode m) {
 
 kernels::Backend resolve_backend(const std::string& name) {
   if (name == "cpu") return kernels::Backend::kCpu;
-  if (name != "auto" && name != "cuda") throw ConfigError("unknown backend '" + name + "' (expected auto, cpu or cuda)");
+  if (name != "auto" && name != "cuda") throw ConfigError("unknown backend '" + printable(name) + "' (expected auto, cpu or cuda)");
   try {
     (void)kernels::make_compressor(kernels::parse_method("none"), kernels::Backend::kCuda);
     return kernels::Backend::kCuda;

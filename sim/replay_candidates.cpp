@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/error.hpp"
+#include "core/text.hpp"
 #include "kernels/wire.hpp"
 
 namespace lgreco::sim {
@@ -110,7 +111,7 @@ Family family_from_name(const std::string& name) {
   if (!m || m->method == Method::kNone) {
     std::string known;
     for (const auto& n : family_names()) known += (known.empty() ? "" : ", ") + n;
-    throw ConfigError("unknown family '" + name + "' (expected " + known + ")");
+    throw ConfigError("unknown family '" + printable(name) + "' (expected " + known + ")");
   }
   return Family{Family::Kind::kMethod, m->method};
 }
@@ -161,7 +162,7 @@ FamilyDefaults parse_family_defaults(Family family, const std::vector<std::pair<
         if (info == &tk_info && !(family == Family::kAll)) continue;
         for (const auto& p : info->params) known += (known.empty() ? "" : ", ") + std::string(info->name) + "." + p.name;
       }
-      throw ConfigError("family " + to_string(family) + ": unknown default parameter '" + k + "'; known: " + known);
+      throw ConfigError("family " + to_string(family) + ": unknown default parameter '" + printable(k) + "'; known: " + known);
     }
   }
   d.sparse = kernels::parse_method("topk", tk);

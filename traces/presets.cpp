@@ -1,6 +1,7 @@
 #include "traces/presets.hpp"
 
 #include "core/error.hpp"
+#include "core/text.hpp"
 #include "core/int_math.hpp"
 #include "traces/detail/preset_builder.hpp"
 
@@ -28,7 +29,7 @@ LayerKind parse_layer_kind(const std::string& text) {
   if (text == "bias") return LayerKind::kBias;
   if (text == "norm") return LayerKind::kNorm;
   if (text == "embedding") return LayerKind::kEmbedding;
-  throw ConfigError("layer kind '" + text + "': expected weight, bias, norm or embedding");
+  throw ConfigError("layer kind '" + printable(text) + "': expected weight, bias, norm or embedding");
 }
 
 std::int64_t numel_of(const std::vector<std::int64_t>& shape) {
@@ -58,7 +59,7 @@ const ModelPreset& find_model_preset(const std::string& name) {
     if (p.name == name) return p;
     known += (known.empty() ? "" : ", ") + p.name;
   }
-  throw ConfigError("model '" + name + "' is not a known preset (known: " + known + ")");
+  throw ConfigError("model '" + printable(name) + "' is not a known preset (known: " + known + ")");
 }
 
 namespace detail {

@@ -115,7 +115,7 @@ void TraceReader::Impl::read_root() {
   }
   const std::string format = h5::read_attr_string(root, "format", ctx);
   if (format != kTraceFormatName) {
-    throw TraceError(ctx + ": root attribute 'format' is '" + format + "', expected '" + kTraceFormatName + "'");
+    throw TraceError(ctx + ": root attribute 'format' is '" + printable(format) + "', expected '" + kTraceFormatName + "'");
   }
   const std::int64_t version = h5::read_attr_int(root, "version", ctx);
   if (version != kTraceFormatVersion) {

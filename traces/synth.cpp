@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "core/build_info.hpp"
+#include "core/text.hpp"
 #include "core/cancel.hpp"
 #include "core/error.hpp"
 #include "core/int_math.hpp"
@@ -251,7 +252,7 @@ const char* to_string(SynthProfile p) { return p == SynthProfile::kFlat ? "flat"
 SynthProfile parse_synth_profile(const std::string& text) {
   if (text == "measured") return SynthProfile::kMeasured;
   if (text == "flat") return SynthProfile::kFlat;
-  throw ConfigError("synthetic profile '" + text + "': expected measured or flat");
+  throw ConfigError("synthetic profile '" + printable(text) + "': expected measured or flat");
 }
 
 const char* to_string(LayerClass c) {

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "core/error.hpp"
+#include "core/text.hpp"
 
 namespace lgreco::traces {
 
@@ -20,7 +21,7 @@ StorageDtype parse_storage_dtype(const std::string& text) {
   if (text == "float32") return StorageDtype::kFloat32;
   if (text == "float16") return StorageDtype::kFloat16;
   if (text == "bfloat16") return StorageDtype::kBFloat16;
-  throw ConfigError("dtype '" + text + "': expected float32, float16 or bfloat16");
+  throw ConfigError("dtype '" + printable(text) + "': expected float32, float16 or bfloat16");
 }
 
 std::int64_t storage_bytes(StorageDtype dtype) { return dtype == StorageDtype::kFloat32 ? 4 : 2; }
