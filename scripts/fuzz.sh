@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every libFuzzer target of fuzz/ for a while (what `make fuzz` calls after building them):
-#   scripts/fuzz.sh BUILD_DIR SECONDS_PER_TARGET TARGET...
+#   scripts/fuzz.sh BUILD_DIR SECONDS_PER_TARGET [TARGET...]   (default: BUILD_DIR/fuzz/targets.txt,
+#   which fuzz/CMakeLists.txt writes: every target)
 # Each target starts from its stored seeds (fuzz/corpus/<target>/, plus tests/data/network/ for the
 # corpus reader) and grows a working corpus in BUILD_DIR/fuzz-work/<target>/ that later runs resume
 # from; the seeds in the source tree are never written. An input that breaks the contract of
@@ -13,6 +14,11 @@ set -uo pipefail
 build=$1 seconds=$2
 shift 2
 root=$(cd "$(dirname "$0")/.." && pwd)
+if [ $# -eq 0 ]; then
+  [ -f "$build/fuzz/targets.txt" ] || { echo "fuzz: $build/fuzz/targets.txt is missing (configure with -DLGRECO_FUZZ=ON)" >&2; exit 2; }
+  mapfile -t targets < "$build/fuzz/targets.txt"
+  set -- "${targets[@]}"
+fi
 work=$build/fuzz-work
 mkdir -p "$work"
 failed=()
