@@ -6,10 +6,11 @@
 # corpus reader) and grows a working corpus in BUILD_DIR/fuzz-work/<target>/ that later runs resume
 # from; the seeds in the source tree are never written. An input that breaks the contract of
 # fuzz/harness.hpp (crash, sanitizer report, escaping exception, multi-line or anonymous message,
-# >10 s on one input, >2 GiB) is saved as BUILD_DIR/fuzz-work/<target>-crash-<sha1>, the remaining
-# targets still run, and the script exits 1 naming every such file. To keep one as a regression test,
-# minimise it (fuzz_<target> -minimize_crash=1 -runs=10000 FILE) and copy it into fuzz/corpus/<target>/:
-# the CTest test fuzz_replay_<target> then replays it in every `make test`.
+# >10 s on one input, >2 GiB) is saved as BUILD_DIR/fuzz-work/<target>-crash-<sha1> (-timeout-, -oom-,
+# -leak- for those), the remaining targets still run, and the script exits 1 naming every such file.
+# To keep one as a regression test, minimise it (fuzz_<target> -minimize_crash=1 -runs=10000 FILE)
+# and copy it into fuzz/corpus/<target>/: the CTest test fuzz_replay_<target> then replays it in
+# every `make test`.
 set -uo pipefail
 build=$1 seconds=$2
 shift 2
