@@ -93,7 +93,8 @@ int run_calibrate(const std::vector<std::string>& args) {
   const auto [ranks, c] = run_shape(file, run, ranks_s, coll_s);
   const net::Topology t = net::resolve_topology(topology);
   const net::NcclEnv env = nccl_env_option(nccl_env_s);
-  const net::FitResult fit = net::fit_model(t, ranks, c, run.points, net::parse_selection(selection, "--selection"), env);
+  const net::Selection sel = net::parse_selection(selection, "--selection");
+  const net::FitResult fit = net::fit_model(t, ranks, c, run.points, sel, env);
   std::vector<std::filesystem::path> inputs{file};
   if (std::error_code ec; std::filesystem::is_regular_file(topology, ec)) inputs.push_back(topology);
   const Json config{{"source", file}, {"topology", topology}, {"ranks", ranks}, {"collective", lgreco::to_string(c)}, {"selection", selection},
@@ -101,7 +102,7 @@ int run_calibrate(const std::vector<std::string>& args) {
                     {"optimizer", "Levenberg-Marquardt, " + std::to_string(fit.starts) + " seeded starts"},
                     {"nccl_env", env.restricted() ? Json(env.text) : Json(nullptr)}};
   std::optional<net::HoldoutCheck> holdout;
-  if (run.points.size() >= 4) holdout = net::holdout_check(t, ranks, c, run.points, net::parse_selection(selection, "--selection"), env);
+  if (run.points.size() >= 4) holdout = net::holdout_check(t, ranks, c, run.points, sel, env);
   const Json doc = net::fit_to_json(fit, config, provenance_json(inputs), holdout ? &*holdout : nullptr);
   write_json_file(out, doc, policy);
   if (fmt == Format::kJson) {
