@@ -145,7 +145,8 @@ Topology preset_topology(const std::string& name) {
     if (hosts > kMaxTopologyHosts || gpus > kMaxGpusPerHost || nics > kMaxGpusPerHost) {
       throw ConfigError("topology \"" + printable(name) + "\": " + std::to_string(hosts) + " hosts of " + std::to_string(gpus) + " GPUs and " +
                         std::to_string(nics) + " NICs is beyond what lgreco models (at most " + std::to_string(kMaxTopologyHosts) +
-                        " hosts, " + std::to_string(kMaxGpusPerHost) + " GPUs and NICs per host)");
+                        " hosts, " + std::to_string(kMaxGpusPerHost) + " GPUs and NICs per host, " +
+                        std::to_string(kMaxTopologyNodes) + " nodes in all)");
     }
     t.name = name;
     try {
