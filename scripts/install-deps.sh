@@ -10,7 +10,7 @@ packages=(
   catch2 libbenchmark-dev libeigen3-dev
   libopenmpi-dev openmpi-bin
   python3 python3-numpy python3-h5py python3-torch python3-matplotlib
-  python3-pytest python3-pytest-xdist python3-pytest-timeout python3-jsonschema python3-dev pybind11-dev python3-venv python3-setuptools python3-sklearn
+  python3-pytest python3-pytest-xdist python3-pytest-timeout python3-hypothesis python3-jsonschema python3-dev pybind11-dev python3-venv python3-setuptools python3-sklearn
   jupyter-nbconvert python3-ipykernel python3-nbformat
 )
 if [ "${1:-}" = "--fuzz" ]; then

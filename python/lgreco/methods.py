@@ -88,7 +88,7 @@ def parse_method(obj: Any, where: str = "method") -> Method:
     if extra:
         raise ScheduleError(f"{where}: unknown key(s) {sorted(extra)}")
     name = obj.get("method")
-    if name not in METHODS:
+    if not isinstance(name, str) or name not in METHODS:
         raise ScheduleError(f"{where}: unknown method {name!r}, expected one of {sorted(METHODS)}")
     given = obj.get("params", {}) or {}
     if not isinstance(given, dict):

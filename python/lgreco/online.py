@@ -294,6 +294,6 @@ class OnlineHook(ScheduleHook):
             new = self.schedule.with_phase(phase)
             self._check_predictions(new)
             self.schedule = new
-            self.decisions.append({"window": k, "step": step, "label": phase["label"], "layers": phase["layers"]})
+            self.decisions.append({"window": k, "step": step, "label": new.phases[-1].label, "layers": phase["layers"]})
         info["total_s"] = time.perf_counter() - t0
         self.replans.append(info)

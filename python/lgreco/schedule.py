@@ -59,20 +59,17 @@ class Schedule:
     def __init__(self, doc: Mapping[str, Any], source: str = "schedule"):
         self.source = source
         self.doc = doc
-        self.seed = int(doc.get("seed", 0))
-        self.world_size = doc.get("world_size")
         self.phases = _parse_phases(doc, source)
-        self.parameters = [(p["name"], tuple(p["shape"])) for p in doc["parameters"]] if "parameters" in doc else None
+        self.seed = doc.get("seed", 0)
+        self.world_size = doc.get("world_size")
+        self.parameters = _parse_parameters(doc["parameters"], source) if "parameters" in doc else None
         self._starts = [p.start_step for p in self.phases]
 
     @classmethod
     def load(cls, path: str | pathlib.Path) -> "Schedule":
         """Reads and validates a schedule file (JSON Schema too when the schema file exists)."""
         path = pathlib.Path(path)
-        try:
-            doc = json.loads(path.read_text())
-        except json.JSONDecodeError as e:
-            raise ScheduleError(f"schedule {path}: malformed JSON: {e}") from None
+        doc = read_json_file(path, f"schedule {path}", ScheduleError)
         validate_with_schema(doc, str(path))
         return cls(doc, str(path))
 
@@ -174,9 +171,95 @@ def validate_with_schema(doc: Any, source: str) -> bool:
     return True
 
 
+def read_json_file(path: pathlib.Path, what: str, error: type) -> Any:
+    """The JSON document in `path`; any problem (unreadable, not UTF-8, malformed, nested too deep,
+    an integer too long to convert) is `error` with one line starting with `what`."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise error(f"{what}: no such file") from None
+    except IsADirectoryError:
+        raise error(f"{what}: is a directory, expected a JSON file") from None
+    except OSError as e:
+        raise error(f"{what}: cannot read: {e.strerror or e}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise error(f"{what}: not UTF-8 text (byte 0x{raw[e.start]:02x} at offset {e.start})") from None
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise error(f"{what}: malformed JSON: nested too deeply") from None
+    except ValueError as e:  # json.JSONDecodeError, or an integer of more digits than int() converts
+        raise error(f"{what}: malformed JSON: {' '.join(str(e).split())}") from None
+
+
+# What a wire plan (kernels/wire.hpp; schemas/schedule.schema.json, $defs/wire) may hold, and
+# the check of each value; test_py_readers_fuzz.py holds the keys to the schema's $defs/wire.
+_COUNT = (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0, "an integer >= 0")
+_WIRE_FIELDS: Dict[str, Tuple[Any, str]] = {
+    "bytes": _COUNT,
+    "collective": (lambda v: v in ("allreduce", "allgather"), "'allreduce' or 'allgather'"),
+    "rounds": (lambda v: isinstance(v, list) and len(v) == 2 and all(_COUNT[0](x) for x in v),
+               "two integers >= 0"),
+    "allgather_bytes": _COUNT,
+    "k": _COUNT,
+    "encoding": (lambda v: v in ("pairs", "bitmap", "delta"), "'pairs', 'bitmap' or 'delta'"),
+    "code_bits": (lambda v: _COUNT[0](v) and v >= 1, "an integer >= 1"),
+    "raw": (lambda v: v is True, "true"),
+    "view": (lambda v: isinstance(v, dict) and set(v) == {"n", "m", "rank", "compressed"}
+             and all(isinstance(v[k], int) and not isinstance(v[k], bool) for k in ("n", "m", "rank"))
+             and isinstance(v["compressed"], bool), "an object {n, m, rank, compressed}"),
+    "stages": (lambda v: isinstance(v, list), "an array"),
+}
+_WIRE_REQUIRED = ("bytes", "collective", "rounds", "allgather_bytes")
+_STAGE_KEYS = {"from_step", "to_step", "plan"}
+
+
+def _check_wire(plan: Any, where: str, stages: bool) -> None:
+    """A wire plan as the DDP hook reads it; `stages` (DGC warm-up) only at the top level."""
+    if not isinstance(plan, dict):
+        raise ScheduleError(f"{where}: expected a wire plan object, got {_short(plan)}")
+    for key in _WIRE_REQUIRED:
+        if key not in plan:
+            raise ScheduleError(f"{where}: wire plan lacks '{key}'")
+    for key, v in plan.items():
+        check = _WIRE_FIELDS.get(key)
+        if check is None or (key == "stages" and not stages):
+            raise ScheduleError(f"{where}: unknown key {key!r} in a wire plan")
+        if not check[0](v):
+            raise ScheduleError(f"{where}: '{key}' = {_short(v)}, expected {check[1]}")
+    for i, stage in enumerate(plan.get("stages", ())):
+        ws = f"{where}.stages[{i}]"
+        if not isinstance(stage, dict) or set(stage) != _STAGE_KEYS:
+            raise ScheduleError(f"{ws}: expected an object {{from_step, to_step, plan}}, got {_short(stage)}")
+        lo = _int(where, f"stages[{i}].from_step", stage["from_step"])
+        if stage["to_step"] is not None and _int(where, f"stages[{i}].to_step", stage["to_step"]) <= lo:
+            raise ScheduleError(f"{ws}: to_step {stage['to_step']} is not after from_step {lo}")
+        _check_wire(stage["plan"], f"{ws}.plan", stages=False)
+
+
+def _short(v: Any) -> str:
+    """A value for a one-line message: repr, newlines escaped, long ones cut."""
+    r = repr(v)
+    return r if len(r) <= 80 else r[:77] + "..."
+
+
+def _parse_parameters(raw: Any, source: str) -> List[Tuple[str, Tuple[int, ...]]]:
+    if not isinstance(raw, list):
+        raise ScheduleError(f"{source}: field 'parameters' = {_short(raw)}, expected an array of {{name, shape}}")
+    out = []
+    for i, p in enumerate(raw):
+        if not isinstance(p, dict) or set(p) != {"name", "shape"} or not isinstance(p["name"], str) \
+                or not isinstance(p["shape"], list):
+            raise ScheduleError(f"{source}: field 'parameters[{i}]' = {_short(p)}, expected {{name: string, shape: array}}")
+        out.append((p["name"], tuple(_int(source, f"parameters[{i}].shape[{k}]", d) for k, d in enumerate(p["shape"]))))
+    return out
+
+
 def _int(source: str, where: str, v: Any, lo: int = 0) -> int:
     if isinstance(v, bool) or not isinstance(v, int) or v < lo:
-        raise ScheduleError(f"{source}: field '{where}' = {v!r}, expected an integer >= {lo}")
+        raise ScheduleError(f"{source}: field '{where}' = {_short(v)}, expected an integer >= {lo}")
     return v
 
 
@@ -242,6 +325,8 @@ def _parse_phase(ph: Any, i: int, count: int, prev: Optional[Phase], version: in
     if version == 2:
         if wire is not None and (not isinstance(wire, dict) or set(wire) != set(parsed)):
             raise ScheduleError(f"{source}: field '{w}.wire' must give the wire plan of every parameter of the phase")
+        for name, plan in (wire or {}).items():
+            _check_wire(plan, f"{source}: field '{w}.wire[{name!r}]'", stages=True)
     elif wire is not None:
         raise ScheduleError(f"{source}: field '{w}.wire' needs schema_version 2")
     return Phase(start, end, label, parsed, pb, wire)

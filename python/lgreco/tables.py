@@ -11,6 +11,10 @@ import tempfile
 
 import numpy as np
 
+class TablesError(ValueError):
+    """A tables file is unreadable or breaks docs/tables-format.md; one line naming the file and the member."""
+
+
 _COLLECTIVE = {"allreduce": 0, "allgather": 1}
 _COLLECTIVE_NAME = {v: k for k, v in _COLLECTIVE.items()}
 
@@ -96,7 +100,26 @@ def write_tables_h5(doc, path):
 
 
 def read_tables_h5(path):
-    """Reads the HDF5 form back into the JSON form (a dict)."""
+    """Reads the HDF5 form back into the JSON form (a dict), as written (parameters as stored, not
+    resolved). With the native module the file is first checked by the C++ reader `lgreco plan
+    --tables` uses (every check of docs/tables-format.md, in its words). Any problem is a
+    TablesError of one line naming the file."""
+    from . import native
+
+    if native.available():
+        try:
+            native.require("checking tables").read_tables(os.fspath(path))
+        except ValueError as e:  # LgrecoError: names the file and the member
+            raise TablesError(" ".join(str(e).split())) from None
+    try:
+        return _read_tables_h5py(path)
+    except (OSError, KeyError, ValueError, TypeError, IndexError) as e:
+        if isinstance(e, FileNotFoundError):
+            raise TablesError(f"tables {os.fspath(path)}: no such file") from None
+        raise TablesError(f"tables {os.fspath(path)}: cannot read ({' '.join(str(e).split()) or type(e).__name__})") from None
+
+
+def _read_tables_h5py(path):
     import h5py
 
     def text(v):

@@ -40,6 +40,10 @@ STORAGE = ("float32", "float16", "bfloat16")
 CHUNK_BYTES = 4 << 20
 FIRST_BUCKET_BYTES = 1 << 20
 BUCKET_BYTES = 25 << 20
+class TraceError(ValueError):
+    """A trace file is unreadable or breaks docs/trace-format.md; one line naming the file and the dataset."""
+
+
 _NORMS = (nn.modules.batchnorm._BatchNorm, nn.LayerNorm, nn.GroupNorm, nn.modules.instancenorm._InstanceNorm)
 
 
@@ -309,23 +313,46 @@ def _dtype_of(dt: np.dtype) -> str:
 
 def read_trace(path: str | os.PathLike) -> Dict[str, Any]:
     """Small reader: attrs, steps, and per layer name/shape/kind/bucket/backward_order/numel/dtype/grad
-    (float32); numel and dtype are derived when the file does not hold them."""
-    with h5py.File(path, "r") as f:
-        out = {"attrs": dict(f.attrs), "steps": f["steps"][:], "layers": []}
-        for key in ("loss", "lr"):
-            if key in f:
-                out[key] = f[key][:]
-        for gname in sorted(f["layers"]):
-            g = f["layers"][gname]
-            a = dict(g.attrs)
-            layer = {k: a[k] for k in ("name", "kind", "bucket", "backward_order")}
-            layer["shape"] = tuple(int(x) for x in a["shape"])
-            # numel and dtype may be absent (docs/trace-format.md, "Required and derivable"):
-            # the product of shape and the storage the dataset's type stands for.
-            layer["numel"] = int(a["numel"]) if "numel" in a else math.prod(layer["shape"])
-            layer["dtype"] = a["dtype"] if "dtype" in a else _dtype_of(g["grad"].dtype)
-            layer["grad"] = from_storage(g["grad"][:], layer["dtype"])
-            if "compute_time_s" in g:
-                layer["compute_time_s"] = g["compute_time_s"][:]
-            out["layers"].append(layer)
-        return out
+    (float32); numel and dtype are derived when the file does not hold them. With the native module
+    the structure is checked first by the C++ reader (the checks and words of `lgreco trace info`);
+    any problem is a TraceError of one line naming the file and the dataset."""
+    from . import native
+
+    where = f"trace {os.fspath(path)}"
+    if native.available():
+        try:
+            native.require("checking a trace").check_trace(os.fspath(path))
+        except ValueError as e:  # LgrecoError: "trace <file>: ..." already
+            raise TraceError(" ".join(str(e).split())) from None
+    elif not os.path.exists(path):
+        raise TraceError(f"{where}: no such file")
+    at = "/"
+    try:
+        with h5py.File(path, "r") as f:
+            out = {"attrs": dict(f.attrs), "steps": f["steps"][:], "layers": []}
+            for key in ("loss", "lr"):
+                if key in f:
+                    at = f"/{key}"
+                    out[key] = f[key][:]
+            for gname in sorted(f["layers"]):
+                at = f"/layers/{gname}"
+                g = f["layers"][gname]
+                a = dict(g.attrs)
+                layer = {k: a[k] for k in ("name", "kind", "bucket", "backward_order")}
+                layer["shape"] = tuple(int(x) for x in a["shape"])
+                # numel and dtype may be absent (docs/trace-format.md, "Required and derivable"):
+                # the product of shape and the storage the dataset's type stands for.
+                layer["numel"] = int(a["numel"]) if "numel" in a else math.prod(layer["shape"])
+                layer["dtype"] = a["dtype"] if "dtype" in a else _dtype_of(g["grad"].dtype)
+                at = f"/layers/{gname}/grad"
+                layer["grad"] = from_storage(g["grad"][:], layer["dtype"])
+                if "compute_time_s" in g:
+                    at = f"/layers/{gname}/compute_time_s"
+                    layer["compute_time_s"] = g["compute_time_s"][:]
+                out["layers"].append(layer)
+            return out
+    except (OSError, KeyError, ValueError, TypeError, IndexError) as e:
+        if isinstance(e, FileNotFoundError):
+            raise TraceError(f"{where}: no such file") from None
+        why = " ".join(str(e).split()) or type(e).__name__
+        raise TraceError(f"{where}: {at}: cannot read ({why})") from None

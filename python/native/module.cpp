@@ -28,6 +28,7 @@
 #include "planner/tables.hpp"
 #include "sim/replay_candidates.hpp"
 #include "sim/replay_measure.hpp"
+#include "traces/reader.hpp"
 
 namespace py = pybind11;
 using lgreco::ConfigError;
@@ -36,6 +37,7 @@ using lgreco::JsonObject;
 namespace planner = lgreco::planner;
 namespace sim = lgreco::sim;
 namespace kernels = lgreco::kernels;
+namespace traces = lgreco::traces;
 
 namespace {
 
@@ -304,6 +306,17 @@ PYBIND11_MODULE(_native, m) {
       "(sim::measure_on_matrix; power or exact mode, seeded by (seed, step, layer_index)): the candidates in the "
       "tables' JSON form, {\"method\", \"params\", \"error\", \"bytes\", \"collective\"} (JSON text). Releases the GIL.");
 
+  m.def(
+      "check_trace", [](const std::string& path) { return traces::TraceReader(path).layers().size(); }, py::arg("path"),
+      py::call_guard<py::gil_scoped_release>(),
+      "Opens a trace with the C++ reader, which checks its structure (attributes, layer table, dataset shapes and "
+      "types; what `lgreco trace info` checks); returns the number of layers, or raises LgrecoError naming the "
+      "file and the dataset.");
+  m.def(
+      "read_tables", [](const std::string& path) { return planner::tables_to_json(planner::read_tables(path)).dump(); },
+      py::arg("path"), py::call_guard<py::gil_scoped_release>(),
+      "A tables file (JSON or HDF5) read and validated by the C++ reader `lgreco plan --tables` uses, as the "
+      "JSON form (JSON text).");
   m.def(
       "plan_options", [](const std::string& options) { return config_of(options_of(options, "plan options"), std::nullopt).dump(); },
       py::arg("options"), "Plan options (planner/plan_json.hpp) validated and resolved (JSON text).");
