@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "core/error.hpp"
+#include "core/fault_context.hpp"
 #include "core/text.hpp"
 #include "planner/tables.hpp"
 #include "kernels/method_json.hpp"
@@ -300,6 +301,7 @@ bool wants_hdf5(const std::filesystem::path& path) {
 Tables read_tables_h5(const std::filesystem::path& path) {
   h5::init();
   const std::string origin = path.string();
+  const FaultContext reading(origin);
   if (H5Fis_hdf5(origin.c_str()) <= 0) throw ConfigError(origin + ": not an HDF5 file (no HDF5 signature)");
   h5::Handle file(H5Fopen(origin.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
   if (!file.valid()) throw ConfigError(origin + ": cannot open the HDF5 file (truncated or corrupt)");

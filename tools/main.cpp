@@ -22,6 +22,7 @@
 #include "core/build_info.hpp"
 #include "core/cancel.hpp"
 #include "core/error.hpp"
+#include "core/fault_context.hpp"
 #include "core/provenance.hpp"
 #include "core/text.hpp"
 #include "pipeline/comm.hpp"
@@ -51,17 +52,56 @@ std::atomic<int> g_signals{0};
 // out). A second one: remove the registered temporary files and end now. The handler stays
 // installed, so no signal can kill the process before that cleanup.
 void on_signal(int sig) {
-  if (g_signals.fetch_add(1) == 0) {
+  // Inside a FaultContext the process may be in a libhdf5 call that never returns (a damaged file
+  // can loop its global-heap reader): the first signal ends it at once, as a second one would.
+  const bool again = g_signals.fetch_add(1) > 0;
+  if (!again && !lgreco::fault_context()) {
     lgreco::request_cancel(sig);
     return;
   }
   lgreco::discard_pending_outputs();
-  static const char msg[] = "lgreco: error: interrupted again; stopped at once, no output written\n";
-  [[maybe_unused]] const ssize_t n = ::write(2, msg, sizeof msg - 1);
+  const char* msg = again                ? "lgreco: error: interrupted again; stopped at once, no output written\n"
+                    : sig == SIGTERM     ? "lgreco: error: interrupted by SIGTERM; no output written\n"
+                                         : "lgreco: error: interrupted by SIGINT; no output written\n";
+  [[maybe_unused]] const ssize_t n = ::write(2, msg, std::strlen(msg));
   ::_exit(128 + sig);
 }
 
+// SIGSEGV/SIGBUS inside a FaultContext (a damaged HDF5 file crashing libhdf5, core/fault_context.hpp):
+// one error line naming the file, pending outputs removed, exit 1. Anywhere else the previous
+// handler (default: a crash; a sanitizer's report in sanitizer builds) is put back and the fault
+// repeats under it.
+struct sigaction g_prev_segv {}, g_prev_bus {};
+
+void on_fault(int sig) {
+  if (const char* what = lgreco::fault_context()) {
+    lgreco::discard_pending_outputs();
+    const char* parts[] = {"lgreco: error: ", what, ": the HDF5 library crashed reading the file (",
+                           sig == SIGBUS ? "SIGBUS" : "SIGSEGV", "): it is damaged; nothing was written\n"};
+    for (const char* part : parts) {
+      [[maybe_unused]] const ssize_t n = ::write(2, part, std::strlen(part));
+    }
+    ::_exit(1);
+  }
+  sigaction(sig, sig == SIGBUS ? &g_prev_bus : &g_prev_segv, nullptr);
+}
+
+void install_fault_handlers() {
+  static char alt_stack[64 * 1024];  // the handler runs even when the fault is a stack overflow
+  stack_t ss{};
+  ss.ss_sp = alt_stack;
+  ss.ss_size = sizeof alt_stack;
+  sigaltstack(&ss, nullptr);
+  struct sigaction sa {};
+  sa.sa_handler = on_fault;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_ONSTACK;
+  sigaction(SIGSEGV, &sa, &g_prev_segv);
+  sigaction(SIGBUS, &sa, &g_prev_bus);
+}
+
 void install_signal_handlers() {
+  install_fault_handlers();
   struct sigaction sa {};
   sa.sa_handler = on_signal;
   sigemptyset(&sa.sa_mask);

@@ -12,6 +12,7 @@
 #include <system_error>
 
 #include "core/error.hpp"
+#include "core/fault_context.hpp"
 #include "core/int_math.hpp"
 #include "core/text.hpp"
 #include "traces/hdf5.hpp"
@@ -390,6 +391,7 @@ TraceReader::TraceReader(const fs::path& path) : impl_(std::make_unique<Impl>())
   h5::init();
   impl_->path = path;
   impl_->ctx = "trace " + printable(path.string());
+  const FaultContext reading(impl_->ctx);
   impl_->open();
   impl_->read_root();
   impl_->read_steps();
@@ -441,6 +443,7 @@ void TraceReader::read_range(std::size_t layer, std::size_t t, std::int64_t offs
                 ") outside [0, numel = " + std::to_string(l.numel) + ")");
   }
   if (count == 0) return;
+  const FaultContext reading(m.ctx);
   const std::string dpath = layer_group_path(layer) + "/grad";
   h5::Handle d = h5::checked(H5Dopen2(m.file.get(), dpath.c_str(), m.dapl.get()), where, "cannot open (corrupt?)");
   h5::Handle fspace = h5::checked(H5Dget_space(d.get()), where, "cannot read the dataspace");
@@ -493,6 +496,7 @@ void TraceReader::fetch_raw(std::size_t layer, std::size_t t, RawRow& raw, std::
   const TraceLayer& l = m.layers[layer];
   const RawInfo& info = m.raw_info[layer];
   const std::string where = m.layer_ctx(layer);
+  const FaultContext reading(m.ctx);
   const std::string dpath = layer_group_path(layer) + "/grad";
   h5::Handle d = h5::checked(H5Dopen2(m.file.get(), dpath.c_str(), m.dapl.get()), where, "cannot open (corrupt?)");
   const std::string fail = "cannot read step index " + std::to_string(t) + " (truncated or corrupt data)";
