@@ -2,8 +2,9 @@
 /// What the process is reading while a library that cannot be checked from outside may crash on
 /// bad input. libhdf5 1.10 can fault on a damaged file (bytes overwritten in the global heap that
 /// holds variable-length strings: a segmentation fault inside H5HG_read), which no check above the
-/// library can see coming. The readers name the file in a FaultContext around their HDF5 calls; the
-/// CLI's SIGSEGV/SIGBUS handler (tools/main.cpp) turns a fault inside one into its one error line
+/// library can see coming, or a heap it corrupted that glibc aborts on when the file is closed). The
+/// readers name the file in a FaultContext around their HDF5 calls, closing included; the CLI's
+/// SIGSEGV/SIGBUS/SIGABRT handler (tools/main.cpp) turns a fault inside one into its one error line
 /// naming that file, removes pending outputs and exits 1. A fault anywhere else stays a crash.
 #include <atomic>
 #include <string_view>

@@ -67,23 +67,25 @@ void on_signal(int sig) {
   ::_exit(128 + sig);
 }
 
-// SIGSEGV/SIGBUS inside a FaultContext (a damaged HDF5 file crashing libhdf5, core/fault_context.hpp):
+// SIGSEGV/SIGBUS/SIGABRT inside a FaultContext (a damaged HDF5 file crashing libhdf5, core/fault_context.hpp):
 // one error line naming the file, pending outputs removed, exit 1. Anywhere else the previous
 // handler (default: a crash; a sanitizer's report in sanitizer builds) is put back and the fault
 // repeats under it.
-struct sigaction g_prev_segv {}, g_prev_bus {};
+struct sigaction g_prev_segv {}, g_prev_bus {}, g_prev_abrt {};
 
 void on_fault(int sig) {
   if (const char* what = lgreco::fault_context()) {
     lgreco::discard_pending_outputs();
     const char* parts[] = {"lgreco: error: ", what, ": the HDF5 library crashed reading the file (",
-                           sig == SIGBUS ? "SIGBUS" : "SIGSEGV", "): it is damaged; nothing was written\n"};
+                           sig == SIGBUS ? "SIGBUS" : sig == SIGABRT ? "SIGABRT" : "SIGSEGV",
+                           "): it is damaged; nothing was written\n"};
     for (const char* part : parts) {
       [[maybe_unused]] const ssize_t n = ::write(2, part, std::strlen(part));
     }
     ::_exit(1);
   }
-  sigaction(sig, sig == SIGBUS ? &g_prev_bus : &g_prev_segv, nullptr);
+  sigaction(sig, sig == SIGBUS ? &g_prev_bus : sig == SIGABRT ? &g_prev_abrt : &g_prev_segv, nullptr);
+  if (sig == SIGABRT) ::raise(SIGABRT);  // abort() raised it: run the previous handler now
 }
 
 void install_fault_handlers() {
@@ -98,6 +100,7 @@ void install_fault_handlers() {
   sa.sa_flags = SA_ONSTACK;
   sigaction(SIGSEGV, &sa, &g_prev_segv);
   sigaction(SIGBUS, &sa, &g_prev_bus);
+  sigaction(SIGABRT, &sa, &g_prev_abrt);  // glibc's heap checks abort on a heap libhdf5 corrupted
 }
 
 void install_signal_handlers() {

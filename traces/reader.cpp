@@ -392,15 +392,24 @@ TraceReader::TraceReader(const fs::path& path) : impl_(std::make_unique<Impl>())
   impl_->path = path;
   impl_->ctx = "trace " + printable(path.string());
   const FaultContext reading(impl_->ctx);
-  impl_->open();
-  impl_->read_root();
-  impl_->read_steps();
-  impl_->read_layers();
-  impl_->read_series("loss", impl_->ctx + ": /loss");
-  impl_->read_series("lr", impl_->ctx + ": /lr");
+  try {
+    impl_->open();
+    impl_->read_root();
+    impl_->read_steps();
+    impl_->read_layers();
+    impl_->read_series("loss", impl_->ctx + ": /loss");
+    impl_->read_series("lr", impl_->ctx + ": /lr");
+  } catch (...) {
+    impl_.reset();  // closing a damaged file runs libhdf5 too (its cache can abort on a corrupt heap)
+    throw;
+  }
 }
 
-TraceReader::~TraceReader() = default;
+TraceReader::~TraceReader() {
+  if (!impl_) return;
+  const FaultContext closing(impl_->ctx);
+  impl_.reset();
+}
 TraceReader::TraceReader(TraceReader&&) noexcept = default;
 
 const fs::path& TraceReader::path() const { return impl_->path; }
