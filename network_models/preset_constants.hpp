@@ -5,10 +5,10 @@
 /// corpus shows machines achieve:
 ///   B_local = η_class · ring bottleneck over non-network links     (η_nvlink or η_pcie by intra class)
 ///   B_net   = η_net · ring bottleneck over network links, η_net by network class (η_rdma, η_plugin, η_socket);
-///             EFA by generation, TCPX and TCPXO scale the shared plugin values by their own factors (f_efa1,
-///             f_efa2, f_efa4, f_tcpx, f_tcpxo on η and both step latencies; prior 1: partial pooling, so a plugin
-///             with few measurements stays near what the others show; EFA v3 has no measurement and takes
-///             the shared values); × η_nogdr without GPUDirect RDMA
+///             EFA by generation, TCPX and TCPXO scale the shared plugin values by their own factors (f_efa1
+///             .. f_efa4, f_tcpx, f_tcpxo on η, both step latencies and T_net; prior 1: partial pooling, so a
+///             plugin with few measurements, as EFA v3's two rows, stays near what the others show);
+///             × η_nogdr without GPUDirect RDMA
 ///   latency = s_lat · NCCL's base and intra-host hop latencies + per network step hop_LL or hop_pipe
 ///             of the network class (LL, resp. LL128/Simple; × the plugin's factors) + once across hosts
 ///             net_base of the network class
@@ -30,8 +30,9 @@
 namespace lgreco::net {
 
 inline constexpr int kNumNetClasses = 3;  ///< rdma, plugin (EFA, TCPX, TCPXO), socket
-/// The EFA generations the corpus has measurements of; the others keep factors of 1 (the shared values).
-inline constexpr std::array<int, 3> kMeasuredEfaGenerations{1, 2, 4};
+/// The EFA generations the corpus has measurements of (every one AWS has shipped); one without would keep
+/// factors of 1 (the shared values).
+inline constexpr std::array<int, 4> kMeasuredEfaGenerations{1, 2, 3, 4};
 
 /// A plugin transport's factors on the shared plugin constants.
 struct PluginFactors {

@@ -24,9 +24,6 @@ namespace {
 // Systems that miss the held-out bars, with the reason (docs/network-model.md "Held-out errors").
 // The test fails if one of them starts to meet the bars (take it off the list) or another misses.
 const std::map<std::string, std::string> kKnownHeldOutMisses{
-    {"a100-hdr-3node-ib", "3 hosts of A100 on 4 x 200 Gb/s HDR reach 85-88 GB/s busbw already at 22-34 MiB, where the "
-                          "ring with the fill and T_net learned from the other systems comes out at 73-75: +20.6 % at "
-                          "23 MiB held out (+17.6 % with the presets); 28 of its 30 rows within the bars"},
     {"a100x8-40gb-galvatron", "1-4 MiB of one process driving 8 A100 (79-131 us) sit on dgx-a100's LL128 plateau, which "
                               "the other systems' latencies do not give (-40 % at 2 MiB)"},
     {"aws-p3dn-dlami", "NCCL 2.4.8 with the tree off (nccl_env NCCL_TREE_THRESHOLD=0, predicted as the ring it ran) on "
@@ -42,6 +39,8 @@ const std::map<std::string, std::string> kKnownHeldOutMisses{
                  "gives"},
     {"aws-p4dn", "held out, EFA v1 comes from p4de and the p3dn files: 4 nodes at 1 GiB -32 %, 3 nodes -27 %, 2 nodes "
                  "-23 %"},
+    {"aws-p5en", "the only EFA v3 system, two rows on 16 nodes: held out its factors are their prior, and 16 B over "
+                 "128 ranks (167 us measured) comes out at the shared plugin LL step's 645 (+286 %); 16 GiB within 4 %"},
     {"azure-ndv5-h100-ib", "2-64 Azure ND H100 v5 nodes at 8 GiB: 2-8 nodes within 9 % held out, from 16 nodes on "
                            "223-253 GB/s busbw against the 367-369 the model's non-blocking switch gives (-39 % at 64 "
                            "nodes held out); the source attributes the drop to congestion in the fabric's spine, which "
@@ -59,21 +58,22 @@ const std::map<std::string, std::string> kKnownHeldOutMisses{
                            "floor at 32-128 MiB; this all_gather moves 8-64 MiB in 167-447 us (+55 to +186 %, 32 MiB "
                            "worst); within 23 % from 512 MiB on"},
     {"gcp-a3-high-dstack", "held out, TCPX comes from the two Ring/Simple allreduces (gcp-a3-high-skypilot, "
-                           "gcp-a3-high-gke): this all_gather's LL rows at 8-16 MiB (785-1010 us) come out -69 and -57 "
+                           "gcp-a3-high-gke): this all_gather's LL rows at 8-16 MiB (785-1010 us) come out -70 and -59 "
                            "%, and its 50 GB/s busbw from 128 MiB on -39 to -44 % from 1 GiB on"},
     {"gcp-a3-high-gke", "held out, TCPX comes from gcp-a3-high-dstack's all_gather (50 GB/s busbw) and "
                         "gcp-a3-high-skypilot's allreduce (66-68 with 8 channels): this allreduce's 12 channels reach "
-                        "84-90 GB/s busbw from 256 MiB on, predicted at 62 (+42 to +47 %); its 1-16 MiB floor "
-                        "(1.65-1.93 ms) within 21 %"},
+                        "84-90 GB/s busbw from 256 MiB on, predicted at about 55 (+59 to +62 %); its 1-16 MiB floor "
+                        "(1.65-1.93 ms) within 16 %"},
     {"gcp-a3-high-skypilot", "held out, TCPX comes from gcp-a3-high-dstack's all_gather and gcp-a3-high-gke's "
-                             "allreduce: 128 KiB in 1.29 ms comes out +45 % and 1 MiB +27 %; within 20 % from 2 MiB "
+                             "allreduce: 128 KiB in 1.29 ms comes out +41 % and 1 MiB +23 %; within 20 % from 2 MiB "
                              "on (-64 to -67 % at 128 KiB-1 MiB before the third TCPX sweep joined)"},
-    {"gcp-a3-ultra-roce", "2-host H200 RoCE all_gather: 4 MiB in 77 us, where the LL128 ring's latency floor held out "
-                          "gives 96 (+24.4 %); within the bars with the presets (+14.6 %)"},
     {"h100-hgx-vm-4node-ib", "VMs with a hand-edited NCCL topology: at 1 MiB the LL tree over 4 hosts is 82 us, +76 % "
                              "with the RDMA latencies learned from the other IB and RoCE runs (4 MiB in 151 us, +38 %)"},
     {"h100-ndr-8node", "rows as published are not monotonic at 8 hosts (8 MiB in 1272 us, 16 MiB in 378 us: -79 % at 8 "
                        "MiB); at 64 ranks 2 MiB (143 us) comes out +72 % and 32 MiB -38 %"},
+    {"h100-node005", "one H100 host: held out (since the eleventh round, whose four EFA v3 constants moved every "
+                     "held-out fit to another optimum) its ring rows at 128-256 MiB come out +28 to +29 % (613 us "
+                     "measured at 128 MiB, 792 predicted) and NVLS from 1 GiB within 21 %; +8 % with the presets"},
     {"h100-xe9680-ib", "2-host H100 IB: small messages (256 B in 94 us, a first-call outlier at 8 B) and 2 MiB (76 us) fall "
                        "on both sides of the shared RDMA latency"},
     {"h20-ib", "the only InfiniBand NVLS-tree H20 system, below its own expectation per its thread (343 of 460 GB/s)"},
@@ -85,8 +85,8 @@ const std::map<std::string, std::string> kKnownHeldOutMisses{
                        "than 1 MiB); the other 29 of 31 rows within the bars"},
     {"oci-bm-gpu4-a100-roce", "16 RoCE ports per host of A100: 8 GiB reaches 238 GB/s busbw, beyond the PCIe Gen4 path the "
                               "layout gives every GPU (192 GB/s); uneven curve (165, 156, 219 GB/s at 256 MiB-1 GiB)"},
-    {"p6-b200", "the only EFA v4 system: held out, its factors are their prior (4 nodes at 8 MiB: 463 us measured, 1180 "
-                "predicted, +155 %, the shared plugin LL step raised by TCPX); its 4-node PyTorch rows at 32-64 KiB "
+    {"p6-b200", "the only EFA v4 system: held out, its factors are their prior (4 nodes at 8 MiB: 463 us measured, 956 "
+                "predicted, +107 %, the shared plugin LL step raised by TCPX); its 4-node PyTorch rows at 32-64 KiB "
                 "take 3-6 ms (printed busbw 0.01-0.04 GB/s)"},
     {"rtx4090-8x-pcie", "8 GeForce without P2P reach 15 GB/s busbw, the 4-GPU box rtx4090-pcie 2-4 GB/s: one PCIe "
                         "efficiency cannot give both"},

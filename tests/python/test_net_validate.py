@@ -260,6 +260,7 @@ _DOCS_CONSTANT_ROWS = {
     "factors on η_plugin, plugin LL step, plugin LL128/Simple step, T_net: EFA v1": [
         "efa1_eta_factor", "efa1_hop_ll_factor", "efa1_hop_pipe_factor", "efa1_fill_factor"],
     "the same: EFA v2": ["efa2_eta_factor", "efa2_hop_ll_factor", "efa2_hop_pipe_factor", "efa2_fill_factor"],
+    "the same: EFA v3": ["efa3_eta_factor", "efa3_hop_ll_factor", "efa3_hop_pipe_factor", "efa3_fill_factor"],
     "the same: EFA v4": ["efa4_eta_factor", "efa4_hop_ll_factor", "efa4_hop_pipe_factor", "efa4_fill_factor"],
     "the same: TCPX": ["tcpx_eta_factor", "tcpx_hop_ll_factor", "tcpx_hop_pipe_factor", "tcpx_fill_factor"],
     "the same: TCPXO": ["tcpxo_eta_factor", "tcpxo_hop_ll_factor", "tcpxo_hop_pipe_factor", "tcpxo_fill_factor"],
