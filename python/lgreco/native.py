@@ -10,6 +10,7 @@ their wire plans); what needs the module raises NativeUnavailable saying how to 
 from __future__ import annotations
 
 import json
+import os
 import sys
 from typing import Any, List, Mapping, Optional, Sequence
 
@@ -40,6 +41,18 @@ def require(what: str):
             f"-DLGRECO_PYTHON_EXECUTABLE={sys.executable} && cmake --build build --target lgreco_native "
             "(docs/python.md)")
     return _mod
+
+
+def check_file(kind: str, path: Any, error: type) -> None:
+    """When the module is built: opens `path` with lgreco's C++ reader of `kind` ("trace": what `lgreco
+    trace info` checks; "tables": what `lgreco plan --tables` checks) and raises `error` with the C++
+    reader's one line (file and field) if it refuses the file. Without the module it does nothing."""
+    if _mod is None:
+        return
+    try:
+        {"trace": _mod.check_trace, "tables": _mod.check_tables}[kind](os.fspath(path))
+    except ValueError as e:  # LgrecoError
+        raise error(" ".join(str(e).split())) from None
 
 
 def registry() -> dict:

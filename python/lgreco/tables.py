@@ -11,6 +11,7 @@ import tempfile
 
 import numpy as np
 
+
 class TablesError(ValueError):
     """A tables file is unreadable or breaks docs/tables-format.md; one line naming the file and the member."""
 
@@ -106,11 +107,7 @@ def read_tables_h5(path):
     TablesError of one line naming the file."""
     from . import native
 
-    if native.available():
-        try:
-            native.require("checking tables").read_tables(os.fspath(path))
-        except ValueError as e:  # LgrecoError: names the file and the member
-            raise TablesError(" ".join(str(e).split())) from None
+    native.check_file("tables", path, TablesError)
     try:
         return _read_tables_h5py(path)
     except (OSError, KeyError, ValueError, TypeError, IndexError) as e:

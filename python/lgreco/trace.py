@@ -40,6 +40,8 @@ STORAGE = ("float32", "float16", "bfloat16")
 CHUNK_BYTES = 4 << 20
 FIRST_BUCKET_BYTES = 1 << 20
 BUCKET_BYTES = 25 << 20
+
+
 class TraceError(ValueError):
     """A trace file is unreadable or breaks docs/trace-format.md; one line naming the file and the dataset."""
 
@@ -318,14 +320,8 @@ def read_trace(path: str | os.PathLike) -> Dict[str, Any]:
     any problem is a TraceError of one line naming the file and the dataset."""
     from . import native
 
+    native.check_file("trace", path, TraceError)
     where = f"trace {os.fspath(path)}"
-    if native.available():
-        try:
-            native.require("checking a trace").check_trace(os.fspath(path))
-        except ValueError as e:  # LgrecoError: "trace <file>: ..." already
-            raise TraceError(" ".join(str(e).split())) from None
-    elif not os.path.exists(path):
-        raise TraceError(f"{where}: no such file")
     at = "/"
     try:
         with h5py.File(path, "r") as f:

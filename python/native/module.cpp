@@ -313,10 +313,10 @@ PYBIND11_MODULE(_native, m) {
       "types; what `lgreco trace info` checks); returns the number of layers, or raises LgrecoError naming the "
       "file and the dataset.");
   m.def(
-      "read_tables", [](const std::string& path) { return planner::tables_to_json(planner::read_tables(path)).dump(); },
-      py::arg("path"), py::call_guard<py::gil_scoped_release>(),
-      "A tables file (JSON or HDF5) read and validated by the C++ reader `lgreco plan --tables` uses, as the "
-      "JSON form (JSON text).");
+      "check_tables", [](const std::string& path) { return planner::read_tables(path).windows.size(); }, py::arg("path"),
+      py::call_guard<py::gil_scoped_release>(),
+      "Reads a tables file (JSON or HDF5) with the C++ reader `lgreco plan --tables` uses, which checks all of it; "
+      "returns the number of windows, or raises LgrecoError naming the file and the member.");
   m.def(
       "plan_options", [](const std::string& options) { return config_of(options_of(options, "plan options"), std::nullopt).dump(); },
       py::arg("options"), "Plan options (planner/plan_json.hpp) validated and resolved (JSON text).");
