@@ -265,41 +265,32 @@ LmProblem corpus_fit_problem(const std::vector<const PreparedFile*>& files) {
   return pb;
 }
 
-CorpusFit fit_corpus(const std::vector<const PreparedFile*>& files, int starts, int threads) {
+CorpusFit fit_corpus(const std::vector<const PreparedFile*>& files, const FitSearch& search, int threads) {
   const LmProblem pb = corpus_fit_problem(files);
-  // The starting points in the order of one generator; the starts then run independently (on `threads`), and
-  // the best objective wins, the earliest start on a tie: the same result as one start after the other.
-  std::mt19937_64 gen(kCorpusFitSeed);
-  std::vector<std::vector<double>> x0(static_cast<std::size_t>(std::max(starts, 0)), pb.centre);
-  for (std::size_t s = 1; s < x0.size(); ++s)
-    for (std::size_t j = 0; j < x0[s].size(); ++j) x0[s][j] += lm_gaussian(gen) * std::min(pb.sigma[j], 1.0);
-  std::vector<double> objective(x0.size(), std::numeric_limits<double>::infinity());
-  parallel_for(x0.size(), static_cast<std::size_t>(std::max(threads, 0)), [&](std::size_t s) {
-    auto& x = x0[s];
-    lm_clamp(pb, x);
-    x = levenberg_marquardt(pb, x);
-    objective[s] = lm_objective(pb, x, lm_weights(pb, pb.residuals(x)));
+  std::vector<double> x = pb.centre;
+  lm_clamp(pb, x);
+  x = levenberg_marquardt(pb, x);
+  const LmEnd first{x, lm_end_objective(pb, x)};
+  // The chains are independent (each its own generator), so running them on `threads` gives the result of one
+  // after the other.
+  std::vector<LmEnd> ends(static_cast<std::size_t>(std::max(search.chains, 1)), first);
+  parallel_for(ends.size(), static_cast<std::size_t>(std::max(threads, 0)), [&](std::size_t c) {
+    std::mt19937_64 gen(kCorpusFitSeed + c);
+    ends[c] = lm_basin_hopping(pb, first, search.hops, search.hop_scale, gen);
   });
+  std::vector<std::size_t> order(ends.size());
+  for (std::size_t c = 0; c < order.size(); ++c) order[c] = c;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return ends[a].objective < ends[b].objective; });
   CorpusFit best;
-  best.objective = std::numeric_limits<double>::infinity();
-  std::vector<double> best_x;
-  for (std::size_t s = 0; s < x0.size(); ++s) {
-    if (objective[s] < best.objective) {
-      best.objective = objective[s];
-      best_x = x0[s];
-    }
-  }
-  best.constants = from_x(best_x);
-  best.starts = starts;
-  std::vector<std::size_t> near;
-  for (std::size_t s = 0; s < x0.size(); ++s)
-    if (objective[s] <= best.objective * (1 + kNearOptimum)) near.push_back(s);
-  std::stable_sort(near.begin(), near.end(), [&](std::size_t a, std::size_t b) { return objective[a] < objective[b]; });
-  for (std::size_t s : near) best.near_optima.push_back({objective[s], from_x(x0[s])});
+  best.objective = ends[order.front()].objective;
+  best.constants = from_x(ends[order.front()].x);
+  best.search = search;
+  for (std::size_t c : order)
+    if (ends[c].objective <= best.objective * (1 + kNearOptimum)) best.near_optima.push_back({ends[c].objective, from_x(ends[c].x)});
   return best;
 }
 
-std::vector<HeldOutSystem> leave_one_system_out(const std::vector<PreparedFile>& files, int starts) {
+std::vector<HeldOutSystem> leave_one_system_out(const std::vector<PreparedFile>& files, const FitSearch& search) {
   // One fit per system, independent of the others: they run on the machine's cores (each fit on one), each
   // result in its system's slot, so the output is the same as one after the other.
   const std::vector<std::string> systems = corpus_systems(files);
@@ -310,7 +301,7 @@ std::vector<HeldOutSystem> leave_one_system_out(const std::vector<PreparedFile>&
       if (f.file.system != systems[i]) train.push_back(&f);
     HeldOutSystem& h = out[i];
     h.system = systems[i];
-    h.constants = fit_corpus(train, starts, 1).constants;
+    h.constants = fit_corpus(train, search, 1).constants;
     for (const auto& f : files) {
       if (f.file.system != systems[i]) continue;
       const auto pts = predict_file(f, h.constants);

@@ -115,6 +115,20 @@ std::vector<double> levenberg_marquardt(const LmProblem& pb, std::vector<double>
   return x;
 }
 
+double lm_end_objective(const LmProblem& pb, const std::vector<double>& x) { return lm_objective(pb, x, lm_weights(pb, pb.residuals(x))); }
+
+LmEnd lm_basin_hopping(const LmProblem& pb, LmEnd from, int hops, double scale, std::mt19937_64& gen) {
+  for (int h = 0; h < hops; ++h) {
+    std::vector<double> x = from.x;
+    for (std::size_t j = 0; j < x.size(); ++j) x[j] += lm_gaussian(gen) * scale * std::min(pb.sigma[j], 1.0);
+    lm_clamp(pb, x);
+    x = levenberg_marquardt(pb, x);
+    const double f = lm_end_objective(pb, x);
+    if (f < from.objective) from = {std::move(x), f};
+  }
+  return from;
+}
+
 double lm_gaussian(std::mt19937_64& g) {
   const double u1 = (static_cast<double>(g() >> 11) + 1.0) / 9007199254740993.0;
   const double u2 = static_cast<double>(g() >> 11) / 9007199254740992.0;

@@ -36,6 +36,22 @@ double lm_objective(const LmProblem& pb, const std::vector<double>& x, const std
 void lm_clamp(const LmProblem& pb, std::vector<double>& x);
 /// Runs Levenberg–Marquardt from `x` (clamped first by the caller); returns the end point.
 std::vector<double> levenberg_marquardt(const LmProblem& pb, std::vector<double> x);
+/// The objective at `x` with the weights of its own residuals: what a search compares end points by.
+double lm_end_objective(const LmProblem& pb, const std::vector<double>& x);
+
+/// An end point of a search and its lm_end_objective.
+struct LmEnd {
+  std::vector<double> x;
+  double objective = 0;
+};
+
+/// Monotonic basin hopping from the end point `from`: `hops` times, Levenberg–Marquardt from the best end
+/// point so far moved by a normal step of scale·min(σ_j, 1) in every x_j (drawn from `gen`, then clamped);
+/// an end point with a lower objective becomes the best. A model with kinks (the corpus fit's: where the
+/// fastest algorithm or protocol changes) stops Levenberg–Marquardt at a kink; a hop from the best point
+/// crosses it, where independent random starts each end at a kink of their own.
+LmEnd lm_basin_hopping(const LmProblem& pb, LmEnd from, int hops, double scale, std::mt19937_64& gen);
+
 /// A standard normal draw from 53-bit uniforms (Box–Muller; portable across standard libraries).
 double lm_gaussian(std::mt19937_64& g);
 

@@ -200,8 +200,10 @@ int validate_corpus_dir(const std::string& dir, bool holdout, bool refit, Format
       range.push_back(r);
       ranges[d.name] = {r.first, r.second};
     }
-    fit_json = {{"objective", fit->objective}, {"starts", fit->starts}, {"near_optimum_pct", 100 * net::kNearOptimum},
-                {"near_optima", fit->near_optima.size()}, {"constants_range", ranges}};
+    Json objectives = Json::array();
+    for (const auto& o : fit->near_optima) objectives.push_back(o.objective);
+    fit_json = {{"objective", fit->objective}, {"chains", fit->search.chains}, {"hops", fit->search.hops}, {"near_optimum_pct", 100 * net::kNearOptimum},
+                {"near_optima", fit->near_optima.size()}, {"near_optima_objectives", objectives}, {"constants_range", ranges}};
   }
   // Held out, every system has its own constants (not printed); otherwise the ones predicting every row.
   if (holdout)
@@ -211,10 +213,11 @@ int validate_corpus_dir(const std::string& dir, bool holdout, bool refit, Format
   const char* mode = holdout ? "leave-one-system-out" : refit ? "refit" : "presets";
   if (fmt != Format::kJson) {
     if (refit) {
-      std::printf("constants fitted on the %zu files of %s: objective %.6g, best of %d starts; shipped presets' values in brackets,\n"
-                  "then the range among the %zu starts that end within %.0f %% of the best objective (a wide range: the corpus\n"
-                  "hardly determines the constant)\n",
-                  files.size(), dir.c_str(), fit->objective, fit->starts, fit->near_optima.size(), 100 * net::kNearOptimum);
+      std::printf("constants fitted on the %zu files of %s: objective %.6g, best of %d chains of %d basin hops; shipped presets'\n"
+                  "values in brackets, then the range among the %zu chains that end within %.0f %% of the best objective (a wide\n"
+                  "range: the corpus hardly determines the constant)\n",
+                  files.size(), dir.c_str(), fit->objective, fit->search.chains, fit->search.hops, fit->near_optima.size(),
+                  100 * net::kNearOptimum);
       net::CorpusConstants shipped = net::corpus_constants();  // a copy: ConstantDef::ref needs a mutable object
       const auto& defs = net::corpus_constant_defs();
       for (std::size_t j = 0; j < defs.size(); ++j) {

@@ -2,6 +2,8 @@
 // published figures; the reader is strict.
 #include <catch2/catch.hpp>
 
+#include <cmath>
+#include <filesystem>
 #include <random>
 #include <set>
 #include <string>
@@ -141,4 +143,65 @@ TEST_CASE("the fit's Jacobian columns recompute only the files a constant reache
     }
   }
   CHECK(partial_columns > 0);
+}
+
+TEST_CASE("basin hopping crosses local optima that stop Levenberg–Marquardt, and never ends worse", "[corpus]") {
+  // One parameter, residuals (x − 3, 1.5·sin 5x): a local minimum near every multiple of π/5, the global one
+  // near x = 3. Levenberg–Marquardt from 0 stops in the first basin; hops of one σ walk basin by basin.
+  LmProblem pb;
+  pb.residuals = [](const std::vector<double>& x) { return std::vector<double>{x[0] - 3, 1.5 * std::sin(5 * x[0])}; };
+  pb.centre = {0}, pb.sigma = {1}, pb.lo = {-10}, pb.hi = {10};
+  pb.prior_weight = 0, pb.cauchy_scale = 1e6;  // plain least squares
+  const std::vector<double> x0 = levenberg_marquardt(pb, {0.0});
+  const LmEnd start{x0, lm_end_objective(pb, x0)};
+  REQUIRE(start.objective > 1);  // stuck far from x = 3
+  std::mt19937_64 gen(11), again(11);
+  const LmEnd end = lm_basin_hopping(pb, start, 40, 1.0, gen);
+  CHECK(end.objective <= start.objective);
+  CHECK(end.objective < 0.1);
+  CHECK(std::abs(end.x[0] - 3) < 0.2);
+  CHECK(end.objective == lm_end_objective(pb, end.x));
+  const LmEnd same = lm_basin_hopping(pb, start, 40, 1.0, again);  // the same seed: the same end, bit for bit
+  CHECK(same.x == end.x);
+  // Zero hops: the start comes back as it was; each further hop can only lower the objective.
+  std::mt19937_64 g0(3);
+  CHECK(lm_basin_hopping(pb, start, 0, 1.0, g0).x == start.x);
+  double last = start.objective;
+  for (int hops = 1; hops <= 8; ++hops) {
+    std::mt19937_64 g(5);
+    const double f = lm_basin_hopping(pb, start, hops, 1.0, g).objective;
+    CHECK(f <= last);
+    last = f;
+  }
+}
+
+TEST_CASE("the corpus fit's chains give the same fit on any thread count; its near optima come best first", "[corpus]") {
+  const auto files = prepare_corpus(load_corpus_dir(testing::corpus_dir()));
+  std::vector<const PreparedFile*> some;
+  for (const auto& f : files) {
+    const std::string name = std::filesystem::path(f.file.origin).filename().string();
+    if (name == "a100-dgx-nccltests.tsv" || name == "h200-hgx-pytorch.tsv" || name == "p4dn-a100-efa-nccltests.tsv") some.push_back(&f);
+  }
+  REQUIRE(some.size() == 3);
+  const FitSearch search{3, 4, 0.2};
+  const CorpusFit one = fit_corpus(some, search, 1), two = fit_corpus(some, search, 2);
+  CHECK(one.objective == two.objective);
+  CHECK(one.search.chains == 3);
+  CHECK(one.search.hops == 4);
+  REQUIRE_FALSE(one.near_optima.empty());
+  REQUIRE(one.near_optima.size() == two.near_optima.size());
+  CHECK(one.near_optima.front().objective == one.objective);
+  for (std::size_t i = 0; i < one.near_optima.size(); ++i) {
+    CHECK(one.near_optima[i].objective == two.near_optima[i].objective);
+    if (i > 0) CHECK(one.near_optima[i].objective >= one.near_optima[i - 1].objective);
+    CHECK(one.near_optima[i].objective <= one.objective * (1 + kNearOptimum));
+  }
+  for (const auto& d : corpus_constant_defs()) {
+    CorpusConstants a = one.constants, b = two.constants;  // copies: ref needs them mutable
+    CAPTURE(d.name);
+    CHECK(d.ref(a) == d.ref(b));
+  }
+  // Hops only ever lower a chain's objective: more hops cannot end above fewer.
+  const CorpusFit more = fit_corpus(some, FitSearch{3, 8, 0.2}, 2);
+  CHECK(more.objective <= one.objective);
 }

@@ -111,8 +111,11 @@ def test_validate_corpus_refit_is_the_shipped_fit(tmp_path, lgreco):
         assert math.isclose(value, shipped["constants"][name], rel_tol=2e-3, abs_tol=1e-9), name
     # The fit's near optima: the best is one of them, so each constant's range holds its value.
     fit = doc["fit"]
-    assert shipped["fit"] is None and fit["starts"] == 24 and fit["near_optimum_pct"] == 1
-    assert 1 <= fit["near_optima"] <= fit["starts"] and fit["objective"] > 0
+    assert shipped["fit"] is None and (fit["chains"], fit["hops"]) == (4, 12) and fit["near_optimum_pct"] == 1
+    assert 1 <= fit["near_optima"] <= fit["chains"] and fit["objective"] > 0
+    assert len(fit["near_optima_objectives"]) == fit["near_optima"] and fit["near_optima_objectives"][0] == fit["objective"]
+    assert fit["near_optima_objectives"] == sorted(fit["near_optima_objectives"])
+    assert fit["near_optima_objectives"][-1] <= fit["objective"] * 1.01
     assert set(fit["constants_range"]) == set(doc["constants"])
     for name, (low, high) in fit["constants_range"].items():
         assert low <= doc["constants"][name] <= high, name
@@ -120,7 +123,7 @@ def test_validate_corpus_refit_is_the_shipped_fit(tmp_path, lgreco):
     text = (REPO / "docs" / "network-model.md").read_text()
     para = text[text.index("How well the corpus determines each constant."):]
     para = para[:para.index("\n\n")]
-    assert f"{len(doc['systems'])}-system corpus {fit['near_optima']} of the {fit['starts']} starts do" in para
+    assert f"{len(doc['systems'])}-system corpus {fit['near_optima']} of the {fit['chains']} chains do" in para
 
     def printed(value, written):  # value rounded to the significant digits of `written`
         digits = len(written.replace(".", "").lstrip("0"))
