@@ -45,10 +45,12 @@ const CorpusConstants& corpus_constants() {
     // each GPU to its NIC; together-b200's Ring on 2-48 nodes at 373-391 GB/s busbw, at or above the 8 x 48 GB/s
     // that NCCL's Gen5 figure allows, pulls it from 0.901 to 0.940, and 0.946 since the eighth round:
     // docs/network-model.md "Measurement corpus").
-    c.eta_nvlink = 0.946023;
-    // rtx4090-pcie ≥ 64 MiB (2.2-3.9 GB/s without P2P), rtx4090-8x-pcie (12-15 GB/s) and the l40s RoCE
-    // pair's intra-host path: the two GeForce boxes disagree by 4-6x, the fit sits between them.
-    c.eta_pcie = 0.302107;
+    c.eta_nvlink = 0.946151;
+    // rtx4090-pcie ≥ 64 MiB (2.2-3.9 GB/s without P2P), rtx4090-8x-pcie (12-15 GB/s), rtx2080ti-2x-pcie ≥ 16 MiB
+    // (4.0 GB/s on PCIe Gen3 without P2P: 0.302 -> 0.404 with it) and the l40s RoCE pair's intra-host path: against
+    // the ring path the model gives each box the three GeForce boxes reach 0.2-0.33, 1.25 and 0.67; the fit sits
+    // between them.
+    c.eta_pcie = 0.403844;
     // rdma: h100-ndr-8node 4 and 8 hosts ≥ 512 MiB (busbw 287-325 on 8 x 400 Gb/s), azure-ndv5 2-64 nodes at
     // 8 GiB (its congested 16-64-node rows, 224-253 GB/s, pull it from 0.917 to 0.897), together-b200 2-60
     // nodes at 8-32 GiB (Ring, 273-391 GB/s busbw, mostly bound by the GPU-NIC PCIe path above), voltagepark-h100's
@@ -58,25 +60,25 @@ const CorpusConstants& corpus_constants() {
     // busbw), h20-ib, oci A100 RoCE. plugin: the shared value of EFA, TCPX and TCPXO, each scaled by its factor
     // below (only the products are well determined: 0.82 -> 1.00 in the eighth round while every factor fell by
     // about as much, 0.90 in the ninth). socket: l40s sockets ≥ 4 MiB.
-    c.eta_net = {0.919618, 0.883676, 0.160855};
+    c.eta_net = {0.919385, 0.885113, 0.160569};
     // LL per network step. rdma: the slope from 2 to 4 and 8 hosts of the h100 IB runs ≤ 1 MiB (h100-xe9680 and
     // nebius 2 hosts 25-35 µs at ≤ 4 KiB, h100-vm 4 hosts 35-42 µs, h100-ndr 2/4/8 hosts at 1 MiB), b200 IB, l40s
     // RoCE ≤ 4 KiB; plugin (× factor): a3mega ≤ 512 KiB, p6-b200 32 ranks 256 KiB-4 MiB, p3dn/p4de/p5 ≤ 1 MiB,
     // a3high 8-16 MiB; socket: l40s sockets ≤ 4 KiB.
-    c.hop_ll_s = {4.28881 * kUs, 79.3277 * kUs, 2.29066 * kUs};
+    c.hop_ll_s = {4.27598 * kUs, 74.161 * kUs, 2.20682 * kUs};
     // LL128/Simple per network step. rdma: h20-ib 1-16 MiB, h100 and b200 IB and a4 RoCE 2-64 MiB; plugin
     // (× factor): a3mega 32-256 MiB, p6-b200 32 ranks 16-256 MiB, p3dn 1-64 MiB; socket: l40s sockets 1-4 MiB.
-    c.hop_pipe_s = {41.8062 * kUs, 206.353 * kUs, 16.7356 * kUs};
+    c.hop_pipe_s = {41.8794 * kUs, 195.07 * kUs, 16.4328 * kUs};
     // Once per collective across hosts. rdma: the 2-host intercept of the same IB rows (the per-step values above
     // give their slope with the host count); plugin: the EFA and TCPX/TCPXO rows want none (0.4 µs); socket: its
     // prior (l40s sockets has 2 hosts only, where the base and the steps cannot be told apart).
-    c.net_base_s = {17.8001 * kUs, 0.382459 * kUs, 4.16022 * kUs};
+    c.net_base_s = {17.483 * kUs, 0.389432 * kUs, 4.17942 * kUs};
     // Time the pipelined protocols add to their transfer across hosts (T_net, not capped by the transfer). plugin
     // (× factor): both p5 sweeps' 16-64 MiB rows (283-298 µs at 16 MiB, 440-459 at 32, 601 at 64, about 100 µs above
     // S/algBw plus one fill), p6-b200 4 nodes 32-256 MiB, a3mega 32-128 MiB, a3high's 128 KiB-16 MiB; rdma: the
     // multi-host IB and RoCE rows at LL128/Simple sizes, taking over part of the fill T the single-host rows share
     // (T fell 116 -> 92 µs as T_net rose); socket: near its prior.
-    c.net_fill_s = {34.5072 * kUs, 347.982 * kUs, 7.7397 * kUs};
+    c.net_fill_s = {37.1765 * kUs, 341.42 * kUs, 6.85481 * kUs};
     // Factors {η, LL step, LL128/Simple step, T_net} on the plugin values. EFA v1: p4dn 2-4 nodes at 1 GiB (2 nodes
     // 30.5 GB/s algbw, 4 nodes 29.6 GB/s busbw), p4de, and p3dn with η_nogdr; v2: p5 and p5-eks-2024-07 (two
     // sweeps within 5 % of each other from 2 MiB on, 1.4 % from 64 MiB; 16 GiB at 260 GB/s algbw on 32 x 100 Gb/s,
@@ -88,33 +90,33 @@ const CorpusConstants& corpus_constants() {
     // channels: 1-16 MiB in 1.6-1.9 ms like skypilot's, but 84-90 GB/s busbw from 256 MiB on; the three disagree by
     // up to 1.8x at large sizes), whose slow LL step raises the shared step latency the others' factors scale
     // (docs/network-model.md "Presets").
-    c.efa = {PluginFactors{0.793779, 0.893989, 2.79875, 1.21377}, PluginFactors{0.913209, 0.431149, 0.271805, 0.34519}, PluginFactors{1.07865, 0.248689, 0.998579, 0.999697},
-             PluginFactors{1.15188, 1.23451, 0.402053, 0.973267}};
-    c.tcpx = {0.954801, 7.09969, 1, 4.1531};
-    c.tcpxo = {1.07533, 0.789675, 2.47352, 0.387582};
+    c.efa = {PluginFactors{0.802456, 0.955987, 2.92636, 1.37026}, PluginFactors{0.897274, 0.45581, 0.281799, 0.353542}, PluginFactors{1.07497, 0.265478, 0.994671, 0.99882},
+             PluginFactors{1.14889, 1.21038, 0.422323, 1.00637}};
+    c.tcpx = {0.95114, 7.62114, 1, 4.23754};
+    c.tcpxo = {1.0701, 0.839995, 2.5882, 0.390551};
     // Without GPUDirect RDMA (p3dn, EFA v1): 2.5-8.8 GB/s busbw on one 100 Gb/s NIC across the three p3dn files
     // (p3dn-dlami's 8.8 is a ring: its run switched the tree off).
-    c.nogdr_efficiency = 0.528048;
+    c.nogdr_efficiency = 0.533185;
     // Single-host small rows: h200/p6-b200 pytorch ≤ 1 MiB, a100-dgx 32-128 KiB, v100 and rtx4090 ≤ 64 KiB; the
     // intra-host steps of p3dn-dlami's 16-rank ring ≤ 64 KiB (28 of its 30 steps).
-    c.latency_scale = 0.628374;
+    c.latency_scale = 0.652965;
     // LL slopes: h200/p6-b200 pytorch 512 KiB-2 MiB, rtx4090 16 KiB-16 MiB, v100 128 KiB-1 MiB, a3mega 1-4 MiB.
-    c.ll_bandwidth = 1.08576;
+    c.ll_bandwidth = 1.10206;
     c.floor_s = 0;  // the pipelined protocols' own latency L is their floor in the presets
     // Mid sizes 4-512 MiB: the measured time exceeds S/algBw by about 50-150 µs on a100-dgx, a100x8-galvatron,
     // v100 (rings) and h100-node005, h200, p6-b200 one node (NVLS).
-    c.fill_time_s = 80.0704 * kUs;
+    c.fill_time_s = 76.2715 * kUs;
     // NVLS rows: h200 nccl-tests 5-8 ranks and 16 GiB (busbw 414-480), p6-b200 6-8 ranks 8 GiB
     // (778-838), h100-node005 ≥ 128 MiB, h200/p6-b200 pytorch ≥ 1 GiB, the GB200 NVL72 rack's 72 ranks
     // (297-425 GB/s algbw, below the 8-GPU hosts); across hosts the NVLS-tree rows of the 2-host IB and RoCE
     // runs ≥ 128 MiB.
-    c.nvls_fraction = 0.678504;
+    c.nvls_fraction = 0.677811;
     // Additive to the transfer (collectives.hpp): h200 pytorch 2-8 MiB above the PyTorch call cost.
-    c.nvls_latency_s = 8.38157 * kUs;
+    c.nvls_latency_s = 9.33546 * kUs;
     // h200/p6-b200 pytorch ≤ 512 KiB against the nccl-tests latencies of the other systems.
-    c.pytorch_overhead_s = 34.1411 * kUs;
+    c.pytorch_overhead_s = 33.24 * kUs;
     // a100-dgx 32-128 KiB (-g 8: 44-52 µs), v100 and rtx4090-8x (-g 8) and rtx4090 4 ranks ≤ 4 KiB (-g 4).
-    c.launch_overhead_s = 4.97715 * kUs;
+    c.launch_overhead_s = 4.97591 * kUs;
     return c;
   }();
   return k;
