@@ -155,7 +155,7 @@ FitResult fit_model(const Topology& t, int ranks, Collective c, const std::vecto
     }
     lm_clamp(lm, x);
     x = levenberg_marquardt(lm, x);
-    const double f = lm_objective(lm, x, lm_weights(lm, pb.residuals(x)));
+    const double f = lm_end_objective(lm, x);
     if (f < best_f) {
       best_f = f;
       best_x = x;
