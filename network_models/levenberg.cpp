@@ -35,6 +35,14 @@ double prior_residual(const LmProblem& pb, const std::vector<double>& x, std::si
   return pb.prior_weight * (x[j] - pb.centre[j]) / pb.sigma[j];
 }
 
+// Σ w_i·r_i² + Σ_j prior_j² for residuals `r` at `x`.
+double objective_of(const LmProblem& pb, const std::vector<double>& x, const std::vector<double>& r, const std::vector<double>& w) {
+  double f = 0;
+  for (std::size_t i = 0; i < r.size(); ++i) f += w[i] * r[i] * r[i];
+  for (std::size_t j = 0; j < x.size(); ++j) f += prior_residual(pb, x, j) * prior_residual(pb, x, j);
+  return f;
+}
+
 }  // namespace
 
 std::vector<double> lm_weights(const LmProblem& pb, const std::vector<double>& r) {
@@ -44,11 +52,7 @@ std::vector<double> lm_weights(const LmProblem& pb, const std::vector<double>& r
 }
 
 double lm_objective(const LmProblem& pb, const std::vector<double>& x, const std::vector<double>& w) {
-  const auto r = pb.residuals(x);
-  double f = 0;
-  for (std::size_t i = 0; i < r.size(); ++i) f += w[i] * r[i] * r[i];
-  for (std::size_t j = 0; j < x.size(); ++j) f += prior_residual(pb, x, j) * prior_residual(pb, x, j);
-  return f;
+  return objective_of(pb, x, pb.residuals(x), w);
 }
 
 void lm_clamp(const LmProblem& pb, std::vector<double>& x) {
@@ -115,7 +119,10 @@ std::vector<double> levenberg_marquardt(const LmProblem& pb, std::vector<double>
   return x;
 }
 
-double lm_end_objective(const LmProblem& pb, const std::vector<double>& x) { return lm_objective(pb, x, lm_weights(pb, pb.residuals(x))); }
+double lm_end_objective(const LmProblem& pb, const std::vector<double>& x) {
+  const auto r = pb.residuals(x);  // once: the weights and the sum are of the same residuals
+  return objective_of(pb, x, r, lm_weights(pb, r));
+}
 
 LmEnd lm_basin_hopping(const LmProblem& pb, LmEnd from, int hops, double scale, std::mt19937_64& gen) {
   for (int h = 0; h < hops; ++h) {
