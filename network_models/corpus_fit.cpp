@@ -265,6 +265,52 @@ LmProblem corpus_fit_problem(const std::vector<const PreparedFile*>& files) {
   return pb;
 }
 
+std::vector<ConstantEvidence> constant_evidence(const std::vector<const PreparedFile*>& files, const CorpusConstants& k) {
+  const LmProblem pb = corpus_fit_problem(files);
+  const auto& defs = corpus_constant_defs();
+  std::vector<double> x;
+  CorpusConstants kc = k;
+  for (const auto& d : defs) x.push_back(std::log(d.ref(kc)));
+  const LmCurvature c = lm_curvature(pb, x);
+  // The residuals' rows in file and row order (corpus_fit_problem's).
+  std::vector<std::pair<const PreparedFile*, const CorpusRow*>> rows;
+  for (const auto* f : files)
+    for (const auto& r : f->file.rows) rows.emplace_back(f, &r);
+  std::vector<ConstantEvidence> out;
+  for (std::size_t j = 0; j < defs.size(); ++j) {
+    std::map<std::string, std::vector<std::size_t>> by_system;  // rows reaching x_j
+    double total = c.prior[j];
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      if (!(c.data[j][i] > 0)) continue;
+      by_system[rows[i].first->file.system].push_back(i);
+      total += c.data[j][i];
+    }
+    ConstantEvidence e{defs[j].name, c.prior[j] / total, {}};
+    for (auto& [system, idx] : by_system) {
+      double part = 0;
+      for (std::size_t i : idx) part += c.data[j][i];
+      std::stable_sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) { return c.data[j][a] > c.data[j][b]; });
+      ConstantEvidence::System sys{system, part / total, 0, 0, {}, 0};
+      std::set<int> ranks;
+      double carried = 0;
+      for (std::size_t i : idx) {
+        const CorpusRow& r = *rows[i].second;
+        sys.min_size_bytes = sys.rows == 0 ? r.size_bytes : std::min(sys.min_size_bytes, r.size_bytes);
+        sys.max_size_bytes = std::max(sys.max_size_bytes, r.size_bytes);
+        ranks.insert(r.ranks);
+        ++sys.rows;
+        carried += c.data[j][i];
+        if (carried >= kEvidenceRowShare * part) break;
+      }
+      sys.ranks.assign(ranks.begin(), ranks.end());
+      e.systems.push_back(std::move(sys));
+    }
+    std::stable_sort(e.systems.begin(), e.systems.end(), [](const auto& a, const auto& b) { return a.share > b.share; });
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
 CorpusFit fit_corpus(const std::vector<const PreparedFile*>& files, const FitSearch& search, int threads) {
   const LmProblem pb = corpus_fit_problem(files);
   std::vector<double> x = pb.centre;

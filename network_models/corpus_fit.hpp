@@ -112,6 +112,29 @@ LmProblem corpus_fit_problem(const std::vector<const PreparedFile*>& files);
 /// chains run on up to `threads` threads (0: the machine's cores; the result does not depend on it).
 CorpusFit fit_corpus(const std::vector<const PreparedFile*>& files, const FitSearch& search = {}, int threads = 0);
 
+/// What pins each fitted constant at the constants `k` on the rows of `files` (pointers into a prepare_corpus
+/// result): the curvature of the fit's objective in ln of the constant, the others held (lm_curvature of
+/// corpus_fit_problem), split into the prior's part and each system's rows' part. A share near 1 for the
+/// prior says the corpus hardly reaches the constant (it stays where its prior puts it); a system with most of
+/// the rest is the one whose rows set it. Local (at `k`) and one constant at a time: where constants trade off
+/// (a plugin's η and its factor), each still shows which rows reach it, not how well the pair is separated.
+struct ConstantEvidence {
+  std::string name;        ///< corpus_constant_defs() name
+  double prior_share = 0;  ///< the prior's part of the curvature
+  struct System {
+    std::string system;
+    double share = 0;  ///< its rows' part of the curvature
+    /// The fewest of its rows that carry 80 % of its part (largest first): their size range and rank counts.
+    double min_size_bytes = 0, max_size_bytes = 0;
+    std::vector<int> ranks;
+    int rows = 0;  ///< how many rows that is
+  };
+  std::vector<System> systems;  ///< largest share first; systems whose rows do not reach the constant are left out
+};
+std::vector<ConstantEvidence> constant_evidence(const std::vector<const PreparedFile*>& files, const CorpusConstants& k);
+/// Share of the rows' part (of a system or of all) the 80 % above names.
+inline constexpr double kEvidenceRowShare = 0.8;
+
 /// One system held out: the constants fitted without it and its predicted rows.
 struct HeldOutSystem {
   std::string system;

@@ -59,6 +59,30 @@ void lm_clamp(const LmProblem& pb, std::vector<double>& x) {
   for (std::size_t j = 0; j < x.size(); ++j) x[j] = std::clamp(x[j], pb.lo[j], pb.hi[j]);
 }
 
+std::vector<std::vector<double>> lm_jacobian(const LmProblem& pb, const std::vector<double>& x, const std::vector<double>& r) {
+  std::vector<std::vector<double>> jac(x.size());
+  for (std::size_t j = 0; j < x.size(); ++j) {
+    auto xh = x;
+    xh[j] += kLmJacobianStep;
+    const auto rh = pb.residuals_after_change ? pb.residuals_after_change(xh, j, r) : pb.residuals(xh);
+    jac[j].resize(r.size());
+    for (std::size_t i = 0; i < r.size(); ++i) jac[j][i] = (rh[i] - r[i]) / kLmJacobianStep;
+  }
+  return jac;
+}
+
+LmCurvature lm_curvature(const LmProblem& pb, const std::vector<double>& x) {
+  const auto r = pb.residuals(x);
+  const auto w = lm_weights(pb, r);
+  LmCurvature c{lm_jacobian(pb, x, r), {}};
+  for (std::size_t j = 0; j < x.size(); ++j) {
+    for (std::size_t i = 0; i < r.size(); ++i) c.data[j][i] = w[i] * c.data[j][i] * c.data[j][i];
+    const double ps = pb.prior_weight / pb.sigma[j];
+    c.prior.push_back(ps * ps);
+  }
+  return c;
+}
+
 std::vector<double> levenberg_marquardt(const LmProblem& pb, std::vector<double> x) {
   const std::size_t n = x.size();
   double mu = 1e-2;
@@ -66,14 +90,7 @@ std::vector<double> levenberg_marquardt(const LmProblem& pb, std::vector<double>
     const auto r = pb.residuals(x);
     const auto w = lm_weights(pb, r);
     const double f0 = lm_objective(pb, x, w);
-    std::vector<std::vector<double>> jac(n);  // jac[j][i] = ∂r_i/∂x_j
-    for (std::size_t j = 0; j < n; ++j) {
-      auto xh = x;
-      xh[j] += 1e-4;
-      const auto rh = pb.residuals_after_change ? pb.residuals_after_change(xh, j, r) : pb.residuals(xh);
-      jac[j].resize(r.size());
-      for (std::size_t i = 0; i < r.size(); ++i) jac[j][i] = (rh[i] - r[i]) / 1e-4;
-    }
+    const auto jac = lm_jacobian(pb, x, r);  // jac[j][i] = ∂r_i/∂x_j
     // JᵀWJ and JᵀWr over each column's nonzero rows, in row order: with finite residuals a skipped term is ±0,
     // and adding ±0 to a sum that starts at +0 changes nothing, so the sums are those over every row.
     std::vector<std::vector<std::size_t>> nonzero(n);

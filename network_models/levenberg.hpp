@@ -4,7 +4,7 @@
 ///
 /// Minimises Σ_i w_i·r_i(x)² + Σ_j (λ·(x_j − μ_j)/σ_j)² over x (ln of the parameters) within [lo, hi],
 /// with Cauchy IRLS weights w_i = 1/√(1 + (r_i/c)²) recomputed from the current point every iteration
-/// (a single bad row cannot pull the fit), a numeric forward-difference Jacobian (step 1e-4) and
+/// (a single bad row cannot pull the fit), a numeric forward-difference Jacobian (lm_jacobian) and
 /// multiplicative damping. Deterministic: the same start gives the same end point.
 #include <cstdint>
 #include <functional>
@@ -34,6 +34,19 @@ std::vector<double> lm_weights(const LmProblem& pb, const std::vector<double>& r
 double lm_objective(const LmProblem& pb, const std::vector<double>& x, const std::vector<double>& w);
 /// Clamps `x` into the bounds.
 void lm_clamp(const LmProblem& pb, std::vector<double>& x);
+/// The Jacobian at `x`, whose residuals are `r`: jac[j][i] = ∂r_i/∂x_j by a forward difference of step
+/// kLmJacobianStep (through residuals_after_change when set). What each Levenberg–Marquardt iteration uses.
+std::vector<std::vector<double>> lm_jacobian(const LmProblem& pb, const std::vector<double>& x, const std::vector<double>& r);
+inline constexpr double kLmJacobianStep = 1e-4;
+/// The curvature the fit's objective has in each x_j alone (the Gauss–Newton diagonal at `x`), split into
+/// its parts: data[j][i] = w_i·(∂r_i/∂x_j)², the Cauchy weights w of the residuals at `x`, and prior[j] =
+/// (λ/σ_j)². The share of a row (or a set of rows) in data[j] plus prior[j] is how much of what pins x_j,
+/// the others held, comes from it.
+struct LmCurvature {
+  std::vector<std::vector<double>> data;
+  std::vector<double> prior;
+};
+LmCurvature lm_curvature(const LmProblem& pb, const std::vector<double>& x);
 /// Runs Levenberg–Marquardt from `x` (clamped first by the caller); returns the end point.
 std::vector<double> levenberg_marquardt(const LmProblem& pb, std::vector<double> x);
 /// The objective at `x` with the weights of its own residuals: what a search compares end points by.

@@ -34,7 +34,9 @@ const PluginFactors* plugin_factors(const CorpusConstants& k, const Topology& t)
 
 const CorpusConstants& corpus_constants() {
   // Fitted on the whole corpus (corpus_fit.hpp: fit_corpus over every file, 4 chains of 12 basin hops; the test
-  // "shipped constants are the corpus fit" refits and compares). Rows that determine each value:
+  // "shipped constants are the corpus fit" refits and compares). The rows each round added for each value are
+  // below; what pins each at these values is computed by constant_evidence (corpus_fit.hpp; `lgreco net validate
+  // tests/data/network --evidence`, docs/network-model.md "What pins each constant"):
   static const CorpusConstants k = [] {
     CorpusConstants c;
     // Intra-host links at ≥ 256 MiB: a100-dgx and a100x8-galvatron rings (busbw 194-235 of 240 GB/s),
@@ -46,20 +48,22 @@ const CorpusConstants& corpus_constants() {
     // that NCCL's Gen5 figure allows, pulls it from 0.901 to 0.940, and 0.946 since the eighth round:
     // docs/network-model.md "Measurement corpus").
     c.eta_nvlink = 0.946151;
-    // rtx4090-pcie ≥ 64 MiB (2.2-3.9 GB/s without P2P), rtx4090-8x-pcie (12-15 GB/s), rtx2080ti-2x-pcie ≥ 16 MiB
-    // (4.0 GB/s on PCIe Gen3 without P2P: 0.302 -> 0.404 with it) and the l40s RoCE pair's intra-host path: against
-    // the ring path the model gives each box the three GeForce boxes reach 0.2-0.33, 1.25 and 0.67; the fit sits
-    // between them.
+    // The l40s RoCE pair's intra-host path (46 % of what pins it), rtx4090-pcie ≥ 64 MiB (2.2-3.9 GB/s without
+    // P2P), rtx4090-8x-pcie (12-15 GB/s), rtx2080ti-2x-pcie ≥ 16 MiB (4.0 GB/s on PCIe Gen3 without P2P: 0.302 ->
+    // 0.404 with it): against the ring path the model gives each box the three GeForce boxes reach 0.2-0.33, 1.25
+    // and 0.67; the fit sits between them.
     c.eta_pcie = 0.403844;
-    // rdma: h100-ndr-8node 4 and 8 hosts ≥ 512 MiB (busbw 287-325 on 8 x 400 Gb/s), azure-ndv5 2-64 nodes at
-    // 8 GiB (its congested 16-64-node rows, 224-253 GB/s, pull it from 0.917 to 0.897), together-b200 2-60
-    // nodes at 8-32 GiB (Ring, 273-391 GB/s busbw, mostly bound by the GPU-NIC PCIe path above), voltagepark-h100's
-    // 4 hosts ≥ 1 GiB (allreduce 324-331, all_gather 321-324 GB/s busbw; with it 0.916 -> 0.870), the A100 HDR clusters of
-    // 2 and 3 hosts at 32 MiB-2 GiB (82-96 GB/s busbw on 4 x 200 Gb/s, up to 0.96 of the line rate; with them 0.870 -> 0.92), h100-xe9680 and
-    // h100-vm ≥ 1 GiB, nebius-h100 and lambda-b200 IB, gcp-a4-b200 RoCE ≥ 128 MiB (2 hosts, 331-696 GB/s
-    // busbw), h20-ib, oci A100 RoCE. plugin: the shared value of EFA, TCPX and TCPXO, each scaled by its factor
-    // below (only the products are well determined: 0.82 -> 1.00 in the eighth round while every factor fell by
-    // about as much, 0.90 in the ninth). socket: l40s sockets ≥ 4 MiB.
+    // rdma: at these values gcp-a4-b200 RoCE and lambda-b200 IB (2 hosts ≥ 256 MiB, 96 % of what pins it); the IB
+    // clusters' large rows are bound by the GPU-NIC PCIe path (η_nvlink) or NVLS. As the rounds added them:
+    // h100-ndr-8node 4 and 8 hosts ≥ 512 MiB (busbw 287-325 on 8 x 400 Gb/s), azure-ndv5 2-64 nodes at 8 GiB (its
+    // congested 16-64-node rows, 224-253 GB/s, pull it from 0.917 to 0.897), together-b200 2-60 nodes at 8-32 GiB (Ring,
+    // 273-391 GB/s busbw, mostly bound by the GPU-NIC PCIe path above), voltagepark-h100's 4 hosts ≥ 1 GiB (allreduce
+    // 324-331, all_gather 321-324 GB/s busbw; with it 0.916 -> 0.870), the A100 HDR clusters of 2 and 3 hosts at 32
+    // MiB-2 GiB (82-96 GB/s busbw on 4 x 200 Gb/s, up to 0.96 of the line rate; with them 0.870 -> 0.92), h100-xe9680
+    // and h100-vm ≥ 1 GiB, nebius-h100 and lambda-b200 IB, gcp-a4-b200 RoCE ≥ 128 MiB (2 hosts, 331-696 GB/s busbw),
+    // h20-ib, oci A100 RoCE. plugin: the shared value of EFA, TCPX and TCPXO, each scaled by its factor below (only the
+    // products are well determined: 0.82 -> 1.00 in the eighth round while every factor fell by about as much, 0.90 in
+    // the ninth). socket: l40s sockets ≥ 4 MiB.
     c.eta_net = {0.919385, 0.885113, 0.160569};
     // LL per network step. rdma: the slope from 2 to 4 and 8 hosts of the h100 IB runs ≤ 1 MiB (h100-xe9680 and
     // nebius 2 hosts 25-35 µs at ≤ 4 KiB, h100-vm 4 hosts 35-42 µs, h100-ndr 2/4/8 hosts at 1 MiB), b200 IB, l40s

@@ -179,9 +179,52 @@ struct MeasuredRow {
   double size_bytes = 0, time_s = 0;
 };
 
+/// Systems printed in the evidence table: a share of at least this much.
+constexpr double kEvidencePrintShare = 0.05;
+
+/// "2 MiB", "256 B", "24117256 B" (a size as the docs name it: the largest binary unit that divides it).
+std::string size_name(double bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB"};
+  int u = 0;
+  while (u < 3 && bytes >= 1024 && std::fmod(bytes, 1024) == 0) bytes /= 1024, ++u;
+  return std::to_string(static_cast<long long>(bytes)) + " " + units[u];
+}
+
+/// What pins each constant (net::constant_evidence at `k`): JSON by constant name, and with `print` a table.
+Json evidence_json(const std::vector<net::PreparedFile>& files, const net::CorpusConstants& k, bool print) {
+  std::vector<const net::PreparedFile*> all;
+  for (const auto& f : files) all.push_back(&f);
+  const auto evidence = net::constant_evidence(all, k);
+  if (print)
+    std::printf("\nwhat pins each constant: its prior's share of the objective's curvature in ln(constant), the others held, then the\n"
+                "systems with a share of %.0f %% or more, each with the size range and rank counts of the fewest rows that carry %.0f %% of it\n",
+                100 * kEvidencePrintShare, 100 * net::kEvidenceRowShare);
+  Json out = Json::object();
+  for (const auto& e : evidence) {
+    Json systems = Json::array();
+    std::string line;
+    for (const auto& s : e.systems) {
+      systems.push_back({{"system", s.system}, {"share", s.share}, {"rows", s.rows}, {"min_size_bytes", s.min_size_bytes},
+                         {"max_size_bytes", s.max_size_bytes}, {"ranks", s.ranks}});
+      if (s.share < kEvidencePrintShare) continue;
+      std::string ranks;
+      for (int r : s.ranks) ranks += (ranks.empty() ? "" : ",") + std::to_string(r);
+      const std::string sizes = s.min_size_bytes == s.max_size_bytes ? size_name(s.min_size_bytes)
+                                                                     : size_name(s.min_size_bytes) + "-" + size_name(s.max_size_bytes);
+      char part[200];
+      std::snprintf(part, sizeof part, "%s%s %.0f %% (%s, %s ranks)", line.empty() ? "" : "; ", s.system.c_str(), 100 * s.share, sizes.c_str(), ranks.c_str());
+      line += part;
+    }
+    if (print) std::printf("  %-22s prior %3.0f %%  %s\n", e.name.c_str(), 100 * e.prior_share, line.empty() ? "(no system at 5 %)" : line.c_str());
+    out[e.name] = {{"prior_share", e.prior_share}, {"systems", systems}};
+  }
+  return out;
+}
+
 /// `net validate DIR`: every corpus file of DIR with the presets, each system held out (--holdout), or with
 /// the constants refitted on the whole directory (--refit: what the presets would ship with this corpus).
-int validate_corpus_dir(const std::string& dir, bool holdout, bool refit, Format fmt) {
+/// --evidence prints what pins each constant (always in the JSON, except held out).
+int validate_corpus_dir(const std::string& dir, bool holdout, bool refit, bool evidence, Format fmt) {
   const auto files = net::prepare_corpus(net::load_corpus_dir(dir));
   Json rows = Json::array(), systems = Json::array(), constants = Json::object(), fit_json = nullptr;
   net::CorpusConstants k = net::corpus_constants();
@@ -279,12 +322,15 @@ int validate_corpus_dir(const std::string& dir, bool holdout, bool refit, Format
   }
   if (fmt != Format::kJson && !trends.empty())
     std::printf("node-count trends within the bar: %d of %zu systems\n", trends_within, trends.size());
+  // What pins each constant, at the constants that predicted the rows (none held out: each fit has its own).
+  const Json evidence_doc = holdout ? Json(nullptr) : evidence_json(files, k, evidence && fmt != Format::kJson);
   if (fmt == Format::kJson) {
     const Json totals{{"systems", t.systems}, {"systems_within_bars", t.systems_within}, {"rows", t.rows},
                       {"rows_within_bars", t.rows_within}, {"median_abs_log_error", t.median_abs_log},
                       {"median_abs_log_error_nccl_constants", nccl_median},
                       {"trends", trends.size()}, {"trends_within_bar", trends_within}};
     std::cout << Json{{"schema_version", 1}, {"kind", "lgreco-net-validate-corpus"}, {"mode", mode}, {"constants", constants}, {"fit", fit_json},
+                      {"evidence", evidence_doc},
                       {"bars_pct", {{"at_least_1MiB", 100 * net::kLargeBar}, {"below_1MiB", 100 * net::kSmallBar}, {"node_trend", 100 * net::kTrendBar}}},
                       {"systems", systems}, {"trends", trends_json}, {"totals", totals}, {"rows", rows}, {"provenance", provenance_json({})}}
                      .dump(2)
@@ -295,7 +341,7 @@ int validate_corpus_dir(const std::string& dir, bool holdout, bool refit, Format
 
 int run_net_validate(const std::vector<std::string>& args) {
   std::string file, topology, ranks_s, coll_s, fit, bench_s, gpp_s, nccl_env_s;
-  bool holdout = false, refit = false;
+  bool holdout = false, refit = false, evidence = false;
   Format fmt;
   ArgParser p("lgreco net validate", "Compare the model's predictions with measured collective times: a corpus file "
                                      "(tests/data/network/*.tsv) or nccl-tests output (standard table or TSV). Prints measured and "
@@ -310,15 +356,18 @@ int run_net_validate(const std::vector<std::string>& args) {
       .option("--nccl-env", &nccl_env_s, "VARS", "the run's NCCL restrictions, e.g. 'NCCL_ALGO=Ring' (default: the corpus file's nccl_env; none)")
       .flag("--holdout", &holdout, "with a corpus directory: fit the presets' constants without each system and predict it")
       .flag("--refit", &refit, "with a corpus directory: fit the presets' constants on all its files, print them (each with its range among the near-optimal starts) and predict with them")
+      .flag("--evidence", &evidence, "with a corpus directory: print what pins each constant, its prior's share and the systems' rows that set it (always in --format json)")
       .format(&fmt);
   if (!p.parse(args)) return 0;
   if (std::error_code ec; std::filesystem::is_directory(file, ec)) {
     if (!topology.empty() || !fit.empty() || !bench_s.empty() || !gpp_s.empty() || !ranks_s.empty() || !coll_s.empty() || !nccl_env_s.empty())
       throw UsageError("a corpus directory takes only --holdout, --refit and --format (each file names its topology and benchmark)");
     if (holdout && refit) throw UsageError("--holdout and --refit exclude each other (--holdout refits without each system)");
-    return validate_corpus_dir(file, holdout, refit, fmt);
+    if (holdout && evidence) throw UsageError("--evidence goes with the presets or --refit, not --holdout (each held-out fit has constants of its own)");
+    return validate_corpus_dir(file, holdout, refit, evidence, fmt);
   }
-  if (holdout || refit) throw UsageError(std::string(holdout ? "--holdout" : "--refit") + " needs a corpus directory, not the file " + file);
+  if (holdout || refit || evidence)
+    throw UsageError(std::string(holdout ? "--holdout" : refit ? "--refit" : "--evidence") + " needs a corpus directory, not the file " + file);
   // The size limit of nccl-tests logs (net::load_nccl_tests); devices and oversized files are refused.
   const std::string text = read_text_file(file, std::uint64_t{256} << 20);
   std::vector<MeasuredRow> rows;

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <map>
 #include <random>
 #include <set>
 #include <string>
@@ -204,4 +205,75 @@ TEST_CASE("the corpus fit's chains give the same fit on any thread count; its ne
   // Hops only ever lower a chain's objective: more hops cannot end above fewer.
   const CorpusFit more = fit_corpus(some, FitSearch{3, 8, 0.2}, 2);
   CHECK(more.objective <= one.objective);
+}
+
+TEST_CASE("lm_curvature splits each parameter's curvature into its rows and its prior", "[corpus]") {
+  // Linear residuals (2·x0, x0 + x1, 3·x1): ∂r/∂x0 = (2, 1, 0), ∂r/∂x1 = (0, 1, 3); unit weights (a huge
+  // Cauchy scale), prior (λ/σ_j)² with λ 0.05 and σ (1, 0.5).
+  LmProblem pb;
+  pb.residuals = [](const std::vector<double>& x) { return std::vector<double>{2 * x[0], x[0] + x[1], 3 * x[1]}; };
+  pb.centre = {0, 0}, pb.sigma = {1, 0.5}, pb.lo = {-10, -10}, pb.hi = {10, 10};
+  pb.cauchy_scale = 1e9;
+  const LmCurvature c = lm_curvature(pb, {0.3, -0.2});
+  REQUIRE(c.data.size() == 2);
+  const std::vector<double> want0{4, 1, 0}, want1{0, 1, 9};
+  for (std::size_t i = 0; i < 3; ++i) {
+    CHECK(c.data[0][i] == Approx(want0[i]).margin(1e-6));
+    CHECK(c.data[1][i] == Approx(want1[i]).margin(1e-6));
+  }
+  CHECK(c.prior[0] == Approx(0.0025));
+  CHECK(c.prior[1] == Approx(0.01));
+  // The Cauchy weights enter: a row whose residual equals the scale c weighs 1/√2.
+  pb.cauchy_scale = 0.6;  // residual 2·0.3 = 0.6 of row 0
+  CHECK(lm_curvature(pb, {0.3, -0.2}).data[0][0] == Approx(4 / std::sqrt(2.0)).epsilon(1e-4));
+}
+
+TEST_CASE("what pins each constant: shares of the prior and of the systems that reach it add up to 1", "[corpus]") {
+  const auto files = prepare_corpus(load_corpus_dir(testing::corpus_dir()));
+  std::vector<const PreparedFile*> some;
+  std::map<std::string, std::set<double>> sizes;  // by system
+  for (const auto& f : files) {
+    const std::string name = std::filesystem::path(f.file.origin).filename().string();
+    if (name != "a100-dgx-nccltests.tsv" && name != "h200-hgx-pytorch.tsv" && name != "p4dn-a100-efa-nccltests.tsv") continue;
+    some.push_back(&f);
+    for (const auto& r : f.file.rows) sizes[f.file.system].insert(r.size_bytes);
+  }
+  REQUIRE(some.size() == 3);
+  const auto evidence = constant_evidence(some, corpus_constants());
+  REQUIRE(evidence.size() == corpus_constant_defs().size());
+  std::map<std::string, const ConstantEvidence*> by_name;
+  for (std::size_t j = 0; j < evidence.size(); ++j) {
+    const ConstantEvidence& e = evidence[j];
+    CAPTURE(e.name);
+    CHECK(e.name == corpus_constant_defs()[j].name);
+    by_name[e.name] = &e;
+    double sum = e.prior_share;
+    for (std::size_t s = 0; s < e.systems.size(); ++s) {
+      const auto& sys = e.systems[s];
+      CHECK(sys.share > 0);
+      if (s > 0) CHECK(sys.share <= e.systems[s - 1].share);
+      sum += sys.share;
+      REQUIRE(sizes.count(sys.system) == 1);
+      CHECK(sizes[sys.system].count(sys.min_size_bytes) == 1);
+      CHECK(sizes[sys.system].count(sys.max_size_bytes) == 1);
+      CHECK(sys.min_size_bytes <= sys.max_size_bytes);
+      CHECK(sys.rows >= 1);
+      CHECK_FALSE(sys.ranks.empty());
+    }
+    CHECK(sum == Approx(1.0).epsilon(1e-12));
+  }
+  // No socket, TCPX or EFA v2 file among the three: those constants are their prior alone.
+  for (const char* name : {"eta_socket", "hop_ll_socket", "tcpx_eta_factor", "efa2_eta_factor"}) {
+    CAPTURE(name);
+    CHECK(by_name.at(name)->prior_share == 1.0);
+    CHECK(by_name.at(name)->systems.empty());
+  }
+  // PyTorch's per-call cost reaches the PyTorch file alone; EFA v1's efficiency the p4dn file alone.
+  const auto& torch = *by_name.at("pytorch_overhead");
+  REQUIRE(torch.systems.size() == 1);
+  CHECK(torch.systems[0].system == "hgx-h200");
+  CHECK(torch.systems[0].share > 0.9);
+  const auto& efa1 = *by_name.at("efa1_eta_factor");
+  REQUIRE(efa1.systems.size() == 1);
+  CHECK(efa1.systems[0].system == "aws-p4dn");
 }

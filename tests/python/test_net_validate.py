@@ -305,3 +305,47 @@ def test_docs_constants_table_is_the_shipped_presets(lgreco):
     for name, value in quoted.items():
         decimals = len(value.split(".")[1]) if "." in value else 0
         assert abs(float(value) - constants[name]) <= 0.5 * 10 ** -decimals * 1.0001, (name, value, constants[name])
+
+
+def test_evidence_table_is_the_tools(lgreco):
+    # `net validate DIR --evidence` prints what pins each constant; docs/network-model.md quotes it row for row
+    # ("What pins each constant"), and its JSON (`evidence`, also without the flag) adds up: for every constant
+    # the prior's share and the systems' shares make 1.
+    text = lgreco("net", "validate", CORPUS, "--evidence", check=True).stdout
+    lines = text.split("what pins each constant", 1)[1].splitlines()[2:]
+    printed = {}
+    for line in lines:
+        m = re.match(r"  (\S+)\s+prior\s+(\d+) %  (.*)$", line)
+        if not m:
+            break
+        printed[m.group(1)] = (m.group(2) + " %", m.group(3))
+    doc = json.loads(lgreco("net", "validate", CORPUS, "--format", "json", check=True).stdout)
+    evidence = doc["evidence"]
+    assert sorted(printed) == sorted(evidence) == sorted(doc["constants"])
+    for name, e in evidence.items():
+        assert math.isclose(e["prior_share"] + sum(s["share"] for s in e["systems"]), 1.0, rel_tol=1e-9), name
+        shares = [s["share"] for s in e["systems"]]
+        assert shares == sorted(shares, reverse=True), name
+        assert all(s["rows"] >= 1 and s["min_size_bytes"] <= s["max_size_bytes"] for s in e["systems"]), name
+    docs = (REPO / "docs" / "network-model.md").read_text()
+    header = "| constant | prior's share | systems whose rows pin it (5 % or more; the rows that carry 80 % of each) |"
+    assert docs.count(header) == 1
+    quoted = {}
+    for line in docs.split(header, 1)[1].splitlines()[2:]:
+        if not line.startswith("| "):
+            break
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        quoted[cells[0]] = (cells[1], cells[2])
+    assert quoted == printed
+    # The findings the docs draw from the table.
+    prose = " ".join(docs.split())
+    rdma = evidence["eta_rdma"]["systems"]
+    assert {s["system"] for s in rdma[:2]} == {"gcp-a4-b200-roce", "lambda-b200-ib"}
+    assert f"{round(100 * (rdma[0]['share'] + rdma[1]['share']))} % together" in prose
+    pcie = evidence["eta_pcie"]["systems"][0]
+    assert pcie["system"] == "l40s-openshift" and f"l40s-openshift's intra-host path ({round(100 * pcie['share'])} %)" in prose
+    at_prior = sorted(n for n, e in evidence.items() if e["prior_share"] >= 0.9)
+    assert at_prior == sorted(["efa4_hop_ll_factor", "tcpx_hop_pipe_factor", "efa3_fill_factor", "efa3_hop_pipe_factor"])
+    one_system = [n for n, e in evidence.items()
+                  if e["prior_share"] < 0.5 and e["systems"] and e["systems"][0]["share"] >= 0.95 * (1 - e["prior_share"])]
+    assert "Eleven constants rest on one system" in prose and len(one_system) == 11
