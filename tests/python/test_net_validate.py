@@ -278,19 +278,25 @@ _DOCS_CONSTANT_ROWS = {
 }
 
 
+def _docs_table_rows(text, header):
+    """The cells of each row of the markdown table under `header` (which must appear once)."""
+    assert text.count(header) == 1
+    rows = []
+    for line in text.split(header, 1)[1].splitlines()[2:]:
+        if not line.startswith("| "):
+            break
+        rows.append([c.strip() for c in line.strip().strip("|").split("|")])
+    return rows
+
+
 def test_docs_constants_table_is_the_shipped_presets(lgreco):
     # Every value of the docs' constants table is a shipped constant as `lgreco net validate DIR --format
     # json` reports it (the units the tool prints: µs for times), to the digits the table shows, and
     # every shipped constant is in the table once: a refit that leaves the table behind fails here.
     constants = json.loads(lgreco("net", "validate", CORPUS, "--format", "json", check=True).stdout)["constants"]
     text = (REPO / "docs" / "network-model.md").read_text()
-    header = "| constant | value | prior (before the corpus) | corpus rows that determine it |"
-    assert text.count(header) == 1
     quoted = {}
-    for line in text.split(header, 1)[1].splitlines()[2:]:
-        if not line.startswith("| "):
-            break
-        cells = [c.strip() for c in line.strip("|").split("|")]
+    for cells in _docs_table_rows(text, "| constant | value | prior (before the corpus) | corpus rows that determine it |"):
         # A row quotes key k when its first cell starts with k and the name does not go on ("TCPX" is not "TCPXO").
         keys = [k for k in _DOCS_CONSTANT_ROWS if cells[0].startswith(k) and
                 (len(cells[0]) == len(k) or not (cells[0][len(k)].isalnum() or cells[0][len(k)] == "_"))]
@@ -329,13 +335,7 @@ def test_evidence_table_is_the_tools(lgreco):
         assert all(s["rows"] >= 1 and s["min_size_bytes"] <= s["max_size_bytes"] for s in e["systems"]), name
     docs = (REPO / "docs" / "network-model.md").read_text()
     header = "| constant | prior's share | systems whose rows pin it (5 % or more; the rows that carry 80 % of each) |"
-    assert docs.count(header) == 1
-    quoted = {}
-    for line in docs.split(header, 1)[1].splitlines()[2:]:
-        if not line.startswith("| "):
-            break
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        quoted[cells[0]] = (cells[1], cells[2])
+    quoted = {cells[0]: (cells[1], cells[2]) for cells in _docs_table_rows(docs, header)}
     assert quoted == printed
     # The findings the docs draw from the table.
     prose = " ".join(docs.split())
