@@ -121,6 +121,11 @@ CorpusFit fit_corpus(const std::vector<const PreparedFile*>& files, const FitSea
 struct ConstantEvidence {
   std::string name;        ///< corpus_constant_defs() name
   double prior_share = 0;  ///< the prior's part of the curvature
+  /// The fit's standard error of ln(constant): √(s²·[H⁻¹]_jj), H the Gauss–Newton matrix of the objective (rows
+  /// and priors, every constant together, so constants that trade off widen each other), s² the weighted
+  /// residuals' mean square Σ w_i·r_i² / (rows − constants). With only the prior, it would be s·σ_j/λ.
+  double std_ln = 0;
+  double prior_std_ln = 0;  ///< s·σ_j/λ: the same with no rows
   struct System {
     std::string system;
     double share = 0;  ///< its rows' part of the curvature
@@ -128,6 +133,7 @@ struct ConstantEvidence {
     double min_size_bytes = 0, max_size_bytes = 0;
     std::vector<int> ranks;
     int rows = 0;  ///< how many rows that is
+    double std_ln_without = 0;  ///< std_ln with this system's rows taken out of H (same s²)
   };
   std::vector<System> systems;  ///< largest share first; systems whose rows do not reach the constant are left out
 };

@@ -72,15 +72,38 @@ std::vector<std::vector<double>> lm_jacobian(const LmProblem& pb, const std::vec
 }
 
 LmCurvature lm_curvature(const LmProblem& pb, const std::vector<double>& x) {
-  const auto r = pb.residuals(x);
-  const auto w = lm_weights(pb, r);
-  LmCurvature c{lm_jacobian(pb, x, r), {}};
+  LmCurvature c;
+  c.residuals = pb.residuals(x);
+  c.weights = lm_weights(pb, c.residuals);
+  c.jacobian = lm_jacobian(pb, x, c.residuals);
+  c.data = c.jacobian;
   for (std::size_t j = 0; j < x.size(); ++j) {
-    for (std::size_t i = 0; i < r.size(); ++i) c.data[j][i] = w[i] * c.data[j][i] * c.data[j][i];
+    for (std::size_t i = 0; i < c.residuals.size(); ++i) c.data[j][i] = c.weights[i] * c.data[j][i] * c.data[j][i];
     const double ps = pb.prior_weight / pb.sigma[j];
     c.prior.push_back(ps * ps);
   }
   return c;
+}
+
+std::vector<std::vector<double>> lm_inverse(std::vector<std::vector<double>> a) {
+  const std::size_t n = a.size();
+  std::vector<std::vector<double>> inv(n, std::vector<double>(n, 0));
+  for (std::size_t i = 0; i < n; ++i) inv[i][i] = 1;
+  for (std::size_t c = 0; c < n; ++c) {
+    std::size_t piv = c;
+    for (std::size_t r = c + 1; r < n; ++r)
+      if (std::abs(a[r][c]) > std::abs(a[piv][c])) piv = r;
+    std::swap(a[c], a[piv]);
+    std::swap(inv[c], inv[piv]);
+    const double d = a[c][c];
+    for (std::size_t k = 0; k < n; ++k) a[c][k] /= d, inv[c][k] /= d;
+    for (std::size_t r = 0; r < n; ++r) {
+      if (r == c || a[r][c] == 0) continue;
+      const double f = a[r][c];
+      for (std::size_t k = 0; k < n; ++k) a[r][k] -= f * a[c][k], inv[r][k] -= f * inv[c][k];
+    }
+  }
+  return inv;
 }
 
 std::vector<double> levenberg_marquardt(const LmProblem& pb, std::vector<double> x) {

@@ -45,8 +45,13 @@ inline constexpr double kLmJacobianStep = 1e-4;
 struct LmCurvature {
   std::vector<std::vector<double>> data;
   std::vector<double> prior;
+  std::vector<std::vector<double>> jacobian;  ///< jacobian[j][i] = ∂r_i/∂x_j at `x`
+  std::vector<double> residuals, weights;     ///< r_i and w_i at `x`
 };
 LmCurvature lm_curvature(const LmProblem& pb, const std::vector<double>& x);
+/// The inverse of a symmetric positive definite matrix (Gauss–Jordan with partial pivoting); a singular one
+/// gives non-finite entries.
+std::vector<std::vector<double>> lm_inverse(std::vector<std::vector<double>> a);
 /// Runs Levenberg–Marquardt from `x` (clamped first by the caller); returns the end point.
 std::vector<double> levenberg_marquardt(const LmProblem& pb, std::vector<double> x);
 /// The objective at `x` with the weights of its own residuals: what a search compares end points by.

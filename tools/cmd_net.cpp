@@ -196,8 +196,10 @@ Json evidence_json(const std::vector<net::PreparedFile>& files, const net::Corpu
   for (const auto& f : files) all.push_back(&f);
   const auto evidence = net::constant_evidence(all, k);
   if (print)
-    std::printf("\nwhat pins each constant: its prior's share of the objective's curvature in ln(constant), the others held, then the\n"
-                "systems with a share of %.0f %% or more, each with the size range and rank counts of the fewest rows that carry %.0f %% of it\n",
+    std::printf("\nwhat pins each constant: the fit's standard error as a factor (se xF: the value times or divided by F, every\n"
+                "constant fitted together), its prior's share of the objective's curvature in ln(constant) with the others held, then\n"
+                "the systems with a share of %.0f %% or more, each with the size range and rank counts of the fewest rows that carry\n"
+                "%.0f %% of it and the factor by which the standard error of ln(constant) grows without the system's rows\n",
                 100 * kEvidencePrintShare, 100 * net::kEvidenceRowShare);
   Json out = Json::object();
   for (const auto& e : evidence) {
@@ -205,18 +207,21 @@ Json evidence_json(const std::vector<net::PreparedFile>& files, const net::Corpu
     std::string line;
     for (const auto& s : e.systems) {
       systems.push_back({{"system", s.system}, {"share", s.share}, {"rows", s.rows}, {"min_size_bytes", s.min_size_bytes},
-                         {"max_size_bytes", s.max_size_bytes}, {"ranks", s.ranks}});
+                         {"max_size_bytes", s.max_size_bytes}, {"ranks", s.ranks}, {"std_ln_without", s.std_ln_without}});
       if (s.share < kEvidencePrintShare) continue;
       std::string ranks;
       for (int r : s.ranks) ranks += (ranks.empty() ? "" : ",") + std::to_string(r);
       const std::string sizes = s.min_size_bytes == s.max_size_bytes ? size_name(s.min_size_bytes)
                                                                      : size_name(s.min_size_bytes) + "-" + size_name(s.max_size_bytes);
       char part[200];
-      std::snprintf(part, sizeof part, "%s%s %.0f %% (%s, %s ranks)", line.empty() ? "" : "; ", s.system.c_str(), 100 * s.share, sizes.c_str(), ranks.c_str());
+      std::snprintf(part, sizeof part, "%s%s %.0f %% (%s, %s ranks; x%.2f without)", line.empty() ? "" : "; ", s.system.c_str(), 100 * s.share,
+                    sizes.c_str(), ranks.c_str(), s.std_ln_without / e.std_ln);
       line += part;
     }
-    if (print) std::printf("  %-22s prior %3.0f %%  %s\n", e.name.c_str(), 100 * e.prior_share, line.empty() ? "(no system at 5 %)" : line.c_str());
-    out[e.name] = {{"prior_share", e.prior_share}, {"systems", systems}};
+    if (print)
+      std::printf("  %-22s se x%-6.3g prior %3.0f %%  %s\n", e.name.c_str(), std::exp(e.std_ln), 100 * e.prior_share,
+                  line.empty() ? "(no system at 5 %)" : line.c_str());
+    out[e.name] = {{"prior_share", e.prior_share}, {"std_ln", e.std_ln}, {"prior_std_ln", e.prior_std_ln}, {"systems", systems}};
   }
   return out;
 }
@@ -356,7 +361,7 @@ int run_net_validate(const std::vector<std::string>& args) {
       .option("--nccl-env", &nccl_env_s, "VARS", "the run's NCCL restrictions, e.g. 'NCCL_ALGO=Ring' (default: the corpus file's nccl_env; none)")
       .flag("--holdout", &holdout, "with a corpus directory: fit the presets' constants without each system and predict it")
       .flag("--refit", &refit, "with a corpus directory: fit the presets' constants on all its files, print them (each with its range among the near-optimal starts) and predict with them")
-      .flag("--evidence", &evidence, "with a corpus directory: print what pins each constant, its prior's share and the systems' rows that set it (always in --format json)")
+      .flag("--evidence", &evidence, "with a corpus directory: print what pins each constant: its standard error, its prior's share and the systems' rows that set it (always in --format json)")
       .format(&fmt);
   if (!p.parse(args)) return 0;
   if (std::error_code ec; std::filesystem::is_directory(file, ec)) {

@@ -228,6 +228,23 @@ TEST_CASE("lm_curvature splits each parameter's curvature into its rows and its 
   CHECK(lm_curvature(pb, {0.3, -0.2}).data[0][0] == Approx(4 / std::sqrt(2.0)).epsilon(1e-4));
 }
 
+TEST_CASE("lm_inverse inverts a symmetric positive definite matrix", "[corpus]") {
+  const std::vector<std::vector<double>> a{{4, 1, 0.5}, {1, 3, 0.2}, {0.5, 0.2, 2}};
+  const auto inv = lm_inverse(a);
+  for (std::size_t i = 0; i < 3; ++i) {
+    for (std::size_t k = 0; k < 3; ++k) {
+      double s = 0;
+      for (std::size_t m = 0; m < 3; ++m) s += a[i][m] * inv[m][k];
+      CHECK(s == Approx(i == k ? 1.0 : 0.0).margin(1e-12));
+    }
+  }
+  // Pivoting: a zero on the diagonal does not stop it.
+  const auto swap = lm_inverse({{0, 2}, {2, 1}});
+  CHECK(swap[0][0] == Approx(-0.25));
+  CHECK(swap[0][1] == Approx(0.5));
+  CHECK(swap[1][1] == Approx(0.0).margin(1e-15));
+}
+
 TEST_CASE("what pins each constant: shares of the prior and of the systems that reach it add up to 1", "[corpus]") {
   const auto files = prepare_corpus(load_corpus_dir(testing::corpus_dir()));
   std::vector<const PreparedFile*> some;
@@ -261,12 +278,22 @@ TEST_CASE("what pins each constant: shares of the prior and of the systems that 
       CHECK_FALSE(sys.ranks.empty());
     }
     CHECK(sum == Approx(1.0).epsilon(1e-12));
+    // Rows only add information, and taking a system's rows out only takes it away: the standard error is at
+    // most the prior's alone, and at least what it is with every row.
+    CHECK(e.std_ln > 0);
+    CHECK(e.std_ln <= e.prior_std_ln * (1 + 1e-9));
+    for (const auto& sys : e.systems) {
+      CHECK(sys.std_ln_without >= e.std_ln * (1 - 1e-9));
+      CHECK(sys.std_ln_without <= e.prior_std_ln * (1 + 1e-9));
+    }
   }
   // No socket, TCPX or EFA v2 file among the three: those constants are their prior alone.
   for (const char* name : {"eta_socket", "hop_ll_socket", "tcpx_eta_factor", "efa2_eta_factor"}) {
     CAPTURE(name);
     CHECK(by_name.at(name)->prior_share == 1.0);
     CHECK(by_name.at(name)->systems.empty());
+    // No row reaches it, so nothing couples it to the others: its standard error is the prior's.
+    CHECK(by_name.at(name)->std_ln == Approx(by_name.at(name)->prior_std_ln).epsilon(1e-9));
   }
   // PyTorch's per-call cost reaches the PyTorch file alone; EFA v1's efficiency the p4dn file alone.
   const auto& torch = *by_name.at("pytorch_overhead");

@@ -318,13 +318,13 @@ def test_evidence_table_is_the_tools(lgreco):
     # ("What pins each constant"), and its JSON (`evidence`, also without the flag) adds up: for every constant
     # the prior's share and the systems' shares make 1.
     text = lgreco("net", "validate", CORPUS, "--evidence", check=True).stdout
-    lines = text.split("what pins each constant", 1)[1].splitlines()[2:]
+    lines = text.split("what pins each constant", 1)[1].splitlines()[4:]
     printed = {}
     for line in lines:
-        m = re.match(r"  (\S+)\s+prior\s+(\d+) %  (.*)$", line)
+        m = re.match(r"  (\S+)\s+se x(\S+)\s+prior\s+(\d+) %  (.*)$", line)
         if not m:
             break
-        printed[m.group(1)] = (m.group(2) + " %", m.group(3))
+        printed[m.group(1)] = (m.group(2), m.group(3) + " %", m.group(4))
     doc = json.loads(lgreco("net", "validate", CORPUS, "--format", "json", check=True).stdout)
     evidence = doc["evidence"]
     assert sorted(printed) == sorted(evidence) == sorted(doc["constants"])
@@ -333,9 +333,14 @@ def test_evidence_table_is_the_tools(lgreco):
         shares = [s["share"] for s in e["systems"]]
         assert shares == sorted(shares, reverse=True), name
         assert all(s["rows"] >= 1 and s["min_size_bytes"] <= s["max_size_bytes"] for s in e["systems"]), name
+        # The standard error: at most the prior's alone; without a system's rows no smaller than with them.
+        assert 0 < e["std_ln"] <= e["prior_std_ln"] * (1 + 1e-9), name
+        assert all(e["std_ln"] * (1 - 1e-9) <= s["std_ln_without"] <= e["prior_std_ln"] * (1 + 1e-9) for s in e["systems"]), name
+        assert printed[name][0] == f"{math.exp(e['std_ln']):.3g}", name
     docs = (REPO / "docs" / "network-model.md").read_text()
-    header = "| constant | prior's share | systems whose rows pin it (5 % or more; the rows that carry 80 % of each) |"
-    quoted = {cells[0]: (cells[1], cells[2]) for cells in _docs_table_rows(docs, header)}
+    header = ("| constant | standard error (× or ÷) | prior's share | systems whose rows pin it (5 % or more; the rows that carry "
+              "80 % of each; how much the standard error grows without them) |")
+    quoted = {cells[0]: (cells[1], cells[2], cells[3]) for cells in _docs_table_rows(docs, header)}
     assert quoted == printed
     # The findings the docs draw from the table.
     prose = " ".join(docs.split())
@@ -349,3 +354,10 @@ def test_evidence_table_is_the_tools(lgreco):
     one_system = [n for n, e in evidence.items()
                   if e["prior_share"] < 0.5 and e["systems"] and e["systems"][0]["share"] >= 0.95 * (1 - e["prior_share"])]
     assert "Eleven constants rest on one system" in prose and len(one_system) == 11
+    def grows(constant, system):
+        e = evidence[constant]
+        return next(s["std_ln_without"] for s in e["systems"] if s["system"] == system) / e["std_ln"]
+    assert f"η_socket's standard error grows ×{grows('eta_socket', 'l40s-openshift'):.0f} without l40s-openshift" in prose
+    assert f"η_rdma ×{grows('eta_rdma', 'gcp-a4-b200-roce'):.2f} without gcp-a4-b200-roce" in prose
+    # prior_std_ln = s·σ/λ, with λ 0.05 and η_rdma's σ 0.1.
+    assert f"s = {evidence['eta_rdma']['prior_std_ln'] * 0.05 / 0.1:.3f}" in prose
