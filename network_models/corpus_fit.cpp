@@ -276,39 +276,15 @@ std::vector<ConstantEvidence> constant_evidence(const std::vector<const Prepared
   std::vector<std::pair<const PreparedFile*, const CorpusRow*>> rows;
   for (const auto* f : files)
     for (const auto& r : f->file.rows) rows.emplace_back(f, &r);
-  // The Gauss–Newton matrix over every row and prior, and each system's rows' part of it.
-  const std::size_t n = defs.size();
-  auto gram = [&](const std::function<bool(std::size_t)>& take) {
-    std::vector<std::vector<double>> h(n, std::vector<double>(n, 0));
-    for (std::size_t i = 0; i < rows.size(); ++i) {
-      if (!take(i)) continue;
-      for (std::size_t a = 0; a < n; ++a) {
-        const double ja = c.jacobian[a][i];
-        if (ja == 0) continue;
-        for (std::size_t b = 0; b <= a; ++b) h[a][b] += c.weights[i] * ja * c.jacobian[b][i];
-      }
-    }
-    for (std::size_t a = 0; a < n; ++a)
-      for (std::size_t b = 0; b < a; ++b) h[b][a] = h[a][b];
-    return h;
-  };
-  auto with_prior = [&](std::vector<std::vector<double>> h) {
-    for (std::size_t a = 0; a < n; ++a) h[a][a] += c.prior[a];
-    return h;
-  };
-  double rss = 0;
-  for (std::size_t i = 0; i < rows.size(); ++i) rss += c.weights[i] * c.residuals[i] * c.residuals[i];
-  const double s2 = rss / static_cast<double>(std::max<std::size_t>(rows.size() > n ? rows.size() - n : 1, 1));
-  const auto data_all = gram([](std::size_t) { return true; });
-  const auto cov = lm_inverse(with_prior(data_all));
-  std::map<std::string, std::vector<std::vector<double>>> cov_without;
+  // Standard errors from every row, and with each system's rows left out (same s²).
+  const double s2 = lm_residual_variance(c);
+  const auto gram_all = lm_gram(c);
+  const std::vector<double> se = lm_standard_errors(c, gram_all, s2);
+  std::map<std::string, std::vector<double>> se_without;
   for (const auto* f : files) {
-    if (cov_without.count(f->file.system)) continue;
-    const auto part = gram([&](std::size_t i) { return rows[i].first->file.system == f->file.system; });
-    auto h = data_all;
-    for (std::size_t a = 0; a < n; ++a)
-      for (std::size_t b = 0; b < n; ++b) h[a][b] -= part[a][b];
-    cov_without[f->file.system] = lm_inverse(with_prior(std::move(h)));
+    const std::string& system = f->file.system;
+    if (se_without.count(system)) continue;
+    se_without[system] = lm_standard_errors(c, lm_gram(c, [&](std::size_t i) { return rows[i].first->file.system != system; }), s2);
   }
   std::vector<ConstantEvidence> out;
   for (std::size_t j = 0; j < defs.size(); ++j) {
@@ -319,12 +295,12 @@ std::vector<ConstantEvidence> constant_evidence(const std::vector<const Prepared
       by_system[rows[i].first->file.system].push_back(i);
       total += c.data[j][i];
     }
-    ConstantEvidence e{defs[j].name, c.prior[j] / total, std::sqrt(s2 * cov[j][j]), std::sqrt(s2 / c.prior[j]), {}};
+    ConstantEvidence e{defs[j].name, c.prior[j] / total, se[j], std::sqrt(s2 / c.prior[j]), {}};
     for (auto& [system, idx] : by_system) {
       double part = 0;
       for (std::size_t i : idx) part += c.data[j][i];
       std::stable_sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) { return c.data[j][a] > c.data[j][b]; });
-      ConstantEvidence::System sys{system, part / total, 0, 0, {}, 0, std::sqrt(s2 * cov_without.at(system)[j][j])};
+      ConstantEvidence::System sys{system, part / total, 0, 0, {}, 0, se_without.at(system)[j]};
       std::set<int> ranks;
       double carried = 0;
       for (std::size_t i : idx) {

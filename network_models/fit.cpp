@@ -169,6 +169,9 @@ FitResult fit_model(const Topology& t, int ranks, Collective c, const std::vecto
   res.points = compare(pb.model(best_x), c, data);
   res.objective = best_f;
   res.starts = kStarts;
+  const LmCurvature curvature = lm_curvature(lm, best_x);
+  const std::vector<double> se = lm_standard_errors(curvature, lm_gram(curvature), lm_residual_variance(curvature));
+  for (std::size_t j = 0; j < se.size(); ++j) res.std_ln.emplace_back(pb.defs()[j].name, se[j]);
   double sq = 0;
   for (const auto& p : res.points) {
     const double r = std::log(p.predicted_s / p.measured_s);
@@ -209,6 +212,8 @@ Json fit_to_json(const FitResult& f, const Json& config, const Json& provenance,
   Json params = Json::object();
   for (const auto& d : all_params(f.params)) params[d.name] = d.get(f.params) * d.json_factor;
   const Json points = points_json(f.points);
+  Json se = Json::object();
+  for (const auto& [name, v] : f.std_ln) se[name] = std::exp(v);
   Json pipelined = Json::array();
   for (int q = 0; q < kNumProtocols; ++q)
     if (f.params.proto[q].pipelined) pipelined.push_back(kProtoNames[q]);
@@ -223,7 +228,7 @@ Json fit_to_json(const FitResult& f, const Json& config, const Json& provenance,
           {"parameters", params},
           {"fit_quality",
            {{"rms_log_error", f.rms_log_error}, {"max_abs_error_pct", 100 * f.max_abs_rel_error}, {"objective", f.objective},
-            {"starts", f.starts}, {"points", points}}},
+            {"starts", f.starts}, {"standard_error_factor", se}, {"points", points}}},
           {"config", config},
           {"provenance", provenance}};
   if (holdout) {

@@ -41,6 +41,10 @@ struct FitResult {
   double max_abs_rel_error = 0;  ///< max |predicted/measured − 1|
   double objective = 0;
   int starts = 0;
+  /// Each fitted parameter's standard error of ln(value), every parameter fitted together (lm_standard_errors:
+  /// the objective's Gauss–Newton matrix at the fit, the weighted residuals' spread), in the fit's parameter
+  /// order: e^se is the factor the value is known to, times or divided.
+  std::vector<std::pair<std::string, double>> std_ln;
 };
 
 /// Fits the model for topology `t` at `ranks` ranks to the measured points (≥ 2 sizes).
@@ -64,7 +68,8 @@ HoldoutCheck holdout_check(const Topology& t, int ranks, Collective c, const std
 std::vector<FitPoint> compare(const CollectiveModel& model, Collective c, const std::vector<NcclTestsPoint>& data);
 
 /// The fit document {"schema_version": 2, "kind": "lgreco-network-fit", "topology", "ranks",
-/// "collective", "nccl_version", "selection", "pipelined_protocols", "parameters", "fit_quality", "config", "provenance"}.
+/// "collective", "nccl_version", "selection", "pipelined_protocols", "parameters", "fit_quality", "config", "provenance"};
+/// fit_quality has "standard_error_factor": {parameter: e^se} for the fitted parameters (FitResult::std_ln).
 /// With `holdout`, the document also has "holdout": {"max_abs_error_pct", "even_to_odd", "odd_to_even"}.
 Json fit_to_json(const FitResult& f, const Json& config, const Json& provenance, const HoldoutCheck* holdout = nullptr);
 

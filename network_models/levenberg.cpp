@@ -106,6 +106,38 @@ std::vector<std::vector<double>> lm_inverse(std::vector<std::vector<double>> a) 
   return inv;
 }
 
+std::vector<std::vector<double>> lm_gram(const LmCurvature& c, const std::function<bool(std::size_t)>& take) {
+  const std::size_t n = c.jacobian.size();
+  std::vector<std::vector<double>> h(n, std::vector<double>(n, 0));
+  for (std::size_t i = 0; i < c.residuals.size(); ++i) {
+    if (take && !take(i)) continue;
+    for (std::size_t a = 0; a < n; ++a) {
+      const double ja = c.jacobian[a][i];
+      if (ja == 0) continue;
+      for (std::size_t b = 0; b <= a; ++b) h[a][b] += c.weights[i] * ja * c.jacobian[b][i];
+    }
+  }
+  for (std::size_t a = 0; a < n; ++a)
+    for (std::size_t b = 0; b < a; ++b) h[b][a] = h[a][b];
+  return h;
+}
+
+double lm_residual_variance(const LmCurvature& c) {
+  double rss = 0;
+  for (std::size_t i = 0; i < c.residuals.size(); ++i) rss += c.weights[i] * c.residuals[i] * c.residuals[i];
+  const std::size_t rows = c.residuals.size(), n = c.jacobian.size();
+  return rss / static_cast<double>(rows > n + 1 ? rows - n : 1);
+}
+
+std::vector<double> lm_standard_errors(const LmCurvature& c, const std::vector<std::vector<double>>& gram, double s2) {
+  auto h = gram;
+  for (std::size_t a = 0; a < h.size(); ++a) h[a][a] += c.prior[a];
+  const auto cov = lm_inverse(std::move(h));
+  std::vector<double> se;
+  for (std::size_t a = 0; a < cov.size(); ++a) se.push_back(std::sqrt(s2 * cov[a][a]));
+  return se;
+}
+
 std::vector<double> levenberg_marquardt(const LmProblem& pb, std::vector<double> x) {
   const std::size_t n = x.size();
   double mu = 1e-2;

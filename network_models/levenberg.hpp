@@ -52,6 +52,15 @@ LmCurvature lm_curvature(const LmProblem& pb, const std::vector<double>& x);
 /// The inverse of a symmetric positive definite matrix (Gauss–Jordan with partial pivoting); a singular one
 /// gives non-finite entries.
 std::vector<std::vector<double>> lm_inverse(std::vector<std::vector<double>> a);
+/// The rows' Gauss–Newton matrix Σ_i w_i·∇r_i·∇r_iᵀ at the point of `c`, over the rows `take` admits (every
+/// row when unset); the priors are not in it.
+std::vector<std::vector<double>> lm_gram(const LmCurvature& c, const std::function<bool(std::size_t)>& take = {});
+/// s² = Σ_i w_i·r_i² / (rows − parameters), at least one degree of freedom: the weighted residuals' spread.
+double lm_residual_variance(const LmCurvature& c);
+/// Standard errors of x (ln of the parameters), every parameter fitted together: √(s2·[(gram + diag(prior))⁻¹]_jj),
+/// a local (Laplace) approximation that takes the weighted residuals as noise of variance s2 and the priors as the
+/// objective weighs them. With gram = lm_gram(c) and s2 = lm_residual_variance(c): the fit's own uncertainty.
+std::vector<double> lm_standard_errors(const LmCurvature& c, const std::vector<std::vector<double>>& gram, double s2);
 /// Runs Levenberg–Marquardt from `x` (clamped first by the caller); returns the end point.
 std::vector<double> levenberg_marquardt(const LmProblem& pb, std::vector<double> x);
 /// The objective at `x` with the weights of its own residuals: what a search compares end points by.

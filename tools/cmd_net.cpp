@@ -111,6 +111,14 @@ int run_calibrate(const std::vector<std::string>& args) {
     print_points(fit.points);
     std::printf("rms ln-error %.4f, max |error| %.1f %%, %zu points; wrote %s\n", fit.rms_log_error, 100 * fit.max_abs_rel_error,
                 fit.points.size(), out.c_str());
+    // How well the sweep determines each parameter: the value times or divided by the factor is one standard error.
+    std::string se;
+    for (const auto& [name, v] : fit.std_ln) {
+      char part[96];
+      std::snprintf(part, sizeof part, "%s%s x%.3g", se.empty() ? "" : ", ", name.c_str(), std::exp(v));
+      se += part;
+    }
+    std::printf("standard errors (the value times or divided by): %s\n", se.c_str());
     if (holdout) {
       // Where the model is least certain: the worst held-out size of each direction.
       auto worst = [](const std::vector<net::FitPoint>& v) {

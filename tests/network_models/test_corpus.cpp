@@ -228,6 +228,31 @@ TEST_CASE("lm_curvature splits each parameter's curvature into its rows and its 
   CHECK(lm_curvature(pb, {0.3, -0.2}).data[0][0] == Approx(4 / std::sqrt(2.0)).epsilon(1e-4));
 }
 
+TEST_CASE("lm_standard_errors are ordinary least squares' on a linear problem", "[corpus]") {
+  // r_i = x0 + t_i·x1 − y_i, t = 0..3, y = (1, 3, 2, 5): the least-squares line is 1.1 + 1.1·t, the residuals
+  // (0.1, −0.8, 1.3, −0.6), s² = 2.7 / (4 − 2) = 1.35 and (AᵀA)⁻¹ = [[0.7, −0.3], [−0.3, 0.2]], so the standard
+  // errors are √(1.35·0.7) and √(1.35·0.2). Unit weights and a negligible prior.
+  LmProblem pb;
+  pb.residuals = [](const std::vector<double>& x) {
+    const double y[] = {1, 3, 2, 5};
+    std::vector<double> r;
+    for (int t = 0; t < 4; ++t) r.push_back(x[0] + t * x[1] - y[t]);
+    return r;
+  };
+  pb.centre = {0, 0}, pb.sigma = {1, 1}, pb.lo = {-10, -10}, pb.hi = {10, 10};
+  pb.cauchy_scale = 1e9, pb.prior_weight = 1e-9;
+  const LmCurvature c = lm_curvature(pb, {1.1, 1.1});
+  CHECK(lm_residual_variance(c) == Approx(1.35).epsilon(1e-6));
+  const auto se = lm_standard_errors(c, lm_gram(c), lm_residual_variance(c));
+  REQUIRE(se.size() == 2);
+  CHECK(se[0] == Approx(std::sqrt(1.35 * 0.7)).epsilon(1e-5));
+  CHECK(se[1] == Approx(std::sqrt(1.35 * 0.2)).epsilon(1e-5));
+  // Without the last two rows (t = 2, 3) the slope rests on two points: a larger error for the same s².
+  const auto fewer = lm_standard_errors(c, lm_gram(c, [](std::size_t i) { return i < 2; }), 1.35);
+  CHECK(fewer[1] > se[1]);
+  CHECK(fewer[1] == Approx(std::sqrt(1.35 * 2.0)).epsilon(1e-5));  // (AᵀA)⁻¹ of t = 0, 1: [[1, −1], [−1, 2]]
+}
+
 TEST_CASE("lm_inverse inverts a symmetric positive definite matrix", "[corpus]") {
   const std::vector<std::vector<double>> a{{4, 1, 0.5}, {1, 3, 0.2}, {0.5, 0.2, 2}};
   const auto inv = lm_inverse(a);

@@ -28,6 +28,15 @@ def test_calibrate_then_predict(lgreco, shared_dir, tmp_path):
     assert abs(t / 8203.9 - 1) < 0.1
     again = lgreco("net", "calibrate", src, "--topology", "dgx-a100", "-o", out)
     assert again.returncode == 1 and "exists" in again.stderr
+    # Every fitted parameter comes with its standard error as a factor; the sweep's rows set the protocols'
+    # bandwidths (its large sizes) to a few per cent, and the table output prints the same factors.
+    se = fit["fit_quality"]["standard_error_factor"]
+    assert se and set(se) <= set(fit["parameters"])
+    assert all(1 < v < 1e6 for v in se.values())
+    assert se["Simple.bw_multiplier"] < 1.1 and se["LL128.bw_multiplier"] < 1.1
+    table = lgreco("net", "calibrate", src, "--topology", "dgx-a100", "-o", tmp_path / "again.json", check=True).stdout
+    line = next(l for l in table.splitlines() if l.startswith("standard errors"))
+    assert f"Simple.bw_multiplier x{se['Simple.bw_multiplier']:.3g}" in line
 
 
 def test_unparseable_log(lgreco, tmp_path):
