@@ -114,6 +114,13 @@ std::string format_bytes(double bytes) {
   return buf;
 }
 
+std::string format_bytes_exact(double bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB"};
+  int u = 0;
+  while (u < 3 && bytes >= 1024 && std::fmod(bytes, 1024) == 0) bytes /= 1024, ++u;
+  return std::to_string(static_cast<long long>(bytes)) + " " + units[u];
+}
+
 std::string format_seconds(double s) {
   char buf[64];
   const double a = std::fabs(s);

@@ -25,6 +25,9 @@ double parse_bandwidth_Bps(std::string_view text);
 
 /// "64 MiB", "1.50 GiB", "512 B": binary units, three significant digits.
 std::string format_bytes(double bytes);
+/// "2 MiB", "256 B", "24117256 B": exact, in the largest binary unit (up to GiB) that divides the size (the
+/// corpus docs' size names).
+std::string format_bytes_exact(double bytes);
 /// "1.50 us", "12.3 ms", "2.00 s".
 std::string format_seconds(double seconds);
 /// "25 Gb/s" style, from bytes/second.

@@ -190,14 +190,6 @@ struct MeasuredRow {
 /// Systems printed in the evidence table: a share of at least this much.
 constexpr double kEvidencePrintShare = 0.05;
 
-/// "2 MiB", "256 B", "24117256 B" (a size as the docs name it: the largest binary unit that divides it).
-std::string size_name(double bytes) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB"};
-  int u = 0;
-  while (u < 3 && bytes >= 1024 && std::fmod(bytes, 1024) == 0) bytes /= 1024, ++u;
-  return std::to_string(static_cast<long long>(bytes)) + " " + units[u];
-}
-
 /// What pins each constant (net::constant_evidence at `k`): JSON by constant name, and with `print` a table.
 Json evidence_json(const std::vector<net::PreparedFile>& files, const net::CorpusConstants& k, bool print) {
   std::vector<const net::PreparedFile*> all;
@@ -219,8 +211,8 @@ Json evidence_json(const std::vector<net::PreparedFile>& files, const net::Corpu
       if (s.share < kEvidencePrintShare) continue;
       std::string ranks;
       for (int r : s.ranks) ranks += (ranks.empty() ? "" : ",") + std::to_string(r);
-      const std::string sizes = s.min_size_bytes == s.max_size_bytes ? size_name(s.min_size_bytes)
-                                                                     : size_name(s.min_size_bytes) + "-" + size_name(s.max_size_bytes);
+      const std::string sizes = s.min_size_bytes == s.max_size_bytes ? units::format_bytes_exact(s.min_size_bytes)
+                                                                     : units::format_bytes_exact(s.min_size_bytes) + "-" + units::format_bytes_exact(s.max_size_bytes);
       char part[200];
       std::snprintf(part, sizeof part, "%s%s %.0f %% (%s, %s ranks; x%.2f without)", line.empty() ? "" : "; ", s.system.c_str(), 100 * s.share,
                     sizes.c_str(), ranks.c_str(), s.std_ln_without / e.std_ln);

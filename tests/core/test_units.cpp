@@ -53,6 +53,9 @@ TEST_CASE("bandwidths parse to bytes per second; bits are divided by 8") {
 TEST_CASE("formatting picks a readable unit") {
   CHECK(format_bytes(512) == "512 B");
   CHECK(format_bytes(64.0 * 1024 * 1024) == "64 MiB");
+  CHECK(format_bytes_exact(2097152) == "2 MiB");
+  CHECK(format_bytes_exact(24117256) == "24117256 B");  // not a whole KiB: exact in bytes
+  CHECK(format_bytes_exact(3.0 * 1024 * 1024 * 1024 * 1024) == "3072 GiB");  // no unit above GiB
   CHECK(format_seconds(1.5e-6) == "1.5 us");
   CHECK(format_bandwidth(25e9 / 8) == "25 Gb/s");
 }

@@ -13,6 +13,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "core/units.hpp"
 #include "network_models/corpus_fit.hpp"
 #include "tests/network_models/support.hpp"
 
@@ -156,13 +157,6 @@ std::map<std::string, std::vector<std::string>> docs_table(const std::string& do
   return rows;
 }
 
-/// 2097152 -> "2 MiB", 256 -> "256 B" (the docs' size names).
-std::string size_text(double bytes) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB"};
-  int u = 0;
-  while (u < 3 && bytes >= 1024 && std::fmod(bytes, 1024) == 0) bytes /= 1024, ++u;
-  return std::to_string(static_cast<long long>(bytes)) + " " + units[u];
-}
 
 /// The docs spell counts below ten as words at the start of a sentence.
 std::string number_word(int n) {
@@ -231,7 +225,7 @@ TEST_CASE("leave-one-system-out: every system within the bars or listed with its
       REQUIRE(split != std::string::npos);
       CHECK(std::stod(cell.substr(0, split)) == Approx(100 * worst->error()).margin(0.051));
       const long in = std::count_if(points->begin(), points->end(), [](const ValidationPoint& p) { return within_bar(p); });
-      const std::string rest = "(" + size_text(worst->row.size_bytes) + ", " + std::to_string(worst->row.ranks) + " ranks; " +
+      const std::string rest = "(" + units::format_bytes_exact(worst->row.size_bytes) + ", " + std::to_string(worst->row.ranks) + " ranks; " +
                                std::to_string(in) + "/" + std::to_string(points->size()) + " rows in)";
       CHECK(cell.substr(split + 3) == rest);
     }
