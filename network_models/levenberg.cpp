@@ -31,6 +31,27 @@ std::vector<double> solve(std::vector<std::vector<double>> a, std::vector<double
   return x;
 }
 
+// Σ_i w_i·jac[j][i]·jac[k][i] over the rows `take` admits (all when unset): each sum over the nonzero rows of the
+// sparser column, in row order (the corpus fit's columns reach few files). With finite residuals a skipped term is
+// ±0, and adding ±0 to a sum that starts at +0 changes nothing, so the sums are those over every row.
+std::vector<std::vector<double>> gram(const std::vector<std::vector<double>>& jac, const std::vector<double>& w,
+                                      const std::function<bool(std::size_t)>& take) {
+  const std::size_t n = jac.size();
+  std::vector<std::vector<std::size_t>> nonzero(n);
+  for (std::size_t j = 0; j < n; ++j)
+    for (std::size_t i = 0; i < w.size(); ++i)
+      if (jac[j][i] != 0 && (!take || take(i))) nonzero[j].push_back(i);
+  std::vector<std::vector<double>> a(n, std::vector<double>(n, 0));
+  for (std::size_t j = 0; j < n; ++j) {
+    for (std::size_t k = 0; k <= j; ++k) {
+      double s = 0;
+      for (std::size_t i : nonzero[nonzero[j].size() <= nonzero[k].size() ? j : k]) s += w[i] * jac[j][i] * jac[k][i];
+      a[j][k] = a[k][j] = s;
+    }
+  }
+  return a;
+}
+
 double prior_residual(const LmProblem& pb, const std::vector<double>& x, std::size_t j) {
   return pb.prior_weight * (x[j] - pb.centre[j]) / pb.sigma[j];
 }
@@ -107,19 +128,7 @@ std::vector<std::vector<double>> lm_inverse(std::vector<std::vector<double>> a) 
 }
 
 std::vector<std::vector<double>> lm_gram(const LmCurvature& c, const std::function<bool(std::size_t)>& take) {
-  const std::size_t n = c.jacobian.size();
-  std::vector<std::vector<double>> h(n, std::vector<double>(n, 0));
-  for (std::size_t i = 0; i < c.residuals.size(); ++i) {
-    if (take && !take(i)) continue;
-    for (std::size_t a = 0; a < n; ++a) {
-      const double ja = c.jacobian[a][i];
-      if (ja == 0) continue;
-      for (std::size_t b = 0; b <= a; ++b) h[a][b] += c.weights[i] * ja * c.jacobian[b][i];
-    }
-  }
-  for (std::size_t a = 0; a < n; ++a)
-    for (std::size_t b = 0; b < a; ++b) h[b][a] = h[a][b];
-  return h;
+  return gram(c.jacobian, c.weights, take);
 }
 
 double lm_residual_variance(const LmCurvature& c) {
@@ -146,21 +155,12 @@ std::vector<double> levenberg_marquardt(const LmProblem& pb, std::vector<double>
     const auto w = lm_weights(pb, r);
     const double f0 = lm_objective(pb, x, w);
     const auto jac = lm_jacobian(pb, x, r);  // jac[j][i] = ∂r_i/∂x_j
-    // JᵀWJ and JᵀWr over each column's nonzero rows, in row order: with finite residuals a skipped term is ±0,
-    // and adding ±0 to a sum that starts at +0 changes nothing, so the sums are those over every row.
-    std::vector<std::vector<std::size_t>> nonzero(n);
-    for (std::size_t j = 0; j < n; ++j)
-      for (std::size_t i = 0; i < r.size(); ++i)
-        if (jac[j][i] != 0) nonzero[j].push_back(i);
-    std::vector<std::vector<double>> a(n, std::vector<double>(n, 0));
+    // JᵀWJ (the rows' Gauss–Newton matrix, as lm_gram) and JᵀWr, both over each column's nonzero rows in row order.
+    auto a = gram(jac, w, {});
     std::vector<double> g(n, 0);
     for (std::size_t j = 0; j < n; ++j) {
-      for (std::size_t k = 0; k <= j; ++k) {
-        double s = 0;
-        for (std::size_t i : nonzero[nonzero[j].size() <= nonzero[k].size() ? j : k]) s += w[i] * jac[j][i] * jac[k][i];
-        a[j][k] = a[k][j] = s;
-      }
-      for (std::size_t i : nonzero[j]) g[j] += w[i] * jac[j][i] * r[i];
+      for (std::size_t i = 0; i < r.size(); ++i)
+        if (jac[j][i] != 0) g[j] += w[i] * jac[j][i] * r[i];
       const double ps = pb.prior_weight / pb.sigma[j];
       a[j][j] += ps * ps;
       g[j] += ps * prior_residual(pb, x, j);
