@@ -2,6 +2,7 @@
 #include "network_models/corpus_fit.hpp"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cmath>
 #include <exception>
@@ -154,6 +155,42 @@ double upper_median(std::vector<double> values) {
   const auto mid = values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2);
   std::nth_element(values.begin(), mid, values.end());
   return *mid;
+}
+
+ErrorBands error_bands(const std::vector<SystemValidation>& validated) {
+  struct Acc {
+    std::vector<double> abs_log;
+    std::set<std::string> systems;
+  };
+  std::array<std::array<Acc, 2>, kNumPredictionClasses> acc;
+  for (const auto& v : validated) {
+    for (const auto& [f, p] : v.points) {
+      const auto e = f->embeddings.find(p.row.ranks);
+      if (e == f->embeddings.end()) throw Error("error bands: " + f->file.origin + " has no embedding for " + std::to_string(p.row.ranks) + " ranks");
+      Acc& a = acc[static_cast<int>(prediction_class(f->topology, e->second))][p.row.size_bytes >= kMiB ? 1 : 0];
+      a.abs_log.push_back(std::abs(std::log(p.predicted_s / p.row.time_s)));
+      a.systems.insert(v.system);
+    }
+  }
+  ErrorBands bands;
+  for (int c = 0; c < kNumPredictionClasses; ++c) {
+    for (int large = 0; large < 2; ++large) {
+      Acc& a = acc[c][large];
+      ErrorBand& b = large ? bands[c].at_least_1MiB : bands[c].below_1MiB;
+      std::sort(a.abs_log.begin(), a.abs_log.end());
+      const std::size_t n = a.abs_log.size();
+      if (n == 0) continue;
+      // The value with floor(q·n) of the rows below it (q = 0.5: the upper median, as corpus_totals).
+      auto quantile = [&](double q) { return a.abs_log[std::min(n - 1, static_cast<std::size_t>(std::floor(q * static_cast<double>(n))))]; };
+      b.systems = static_cast<int>(a.systems.size());
+      b.rows = static_cast<int>(n);
+      b.median = quantile(0.5);
+      b.p80 = quantile(0.8);
+      b.p90 = quantile(0.9);
+      b.max = a.abs_log.back();
+    }
+  }
+  return bands;
 }
 
 CorpusTotals corpus_totals(const std::vector<SystemValidation>& validated) {

@@ -23,6 +23,7 @@
 
 #include "network_models/collectives.hpp"
 #include "network_models/corpus.hpp"
+#include "network_models/error_bands.hpp"
 #include "network_models/levenberg.hpp"
 #include "network_models/preset_constants.hpp"
 
@@ -173,6 +174,9 @@ struct CorpusTotals {
   double median_abs_log = 0;
 };
 CorpusTotals corpus_totals(const std::vector<SystemValidation>& validated);
+/// The error bands (error_bands.hpp) of a validation, normally the held-out one: each row's class from its
+/// file's topology and the embedding of its rank count.
+ErrorBands error_bands(const std::vector<SystemValidation>& validated);
 /// The median |ln(pred/meas)| of every row of `files` with NCCL's own constants (predict_file_nccl).
 double nccl_constants_median(const std::vector<PreparedFile>& files);
 /// The same median for bare |ln(pred/meas)| values (0 when empty).

@@ -9,6 +9,7 @@
 #include "core/json_util.hpp"
 #include "kernels/profile.hpp"
 #include "network_models/cost.hpp"
+#include "network_models/error_bands.hpp"
 #include "network_models/nccl_env.hpp"
 #include "network_models/topology.hpp"
 #include "planner/plan.hpp"
@@ -24,6 +25,9 @@ struct Cluster {
   std::shared_ptr<const net::CollectiveCost> cost;
   net::GpuSpec gpu;                          ///< the GPU of every rank
   Json description = Json::object();         ///< resolved configuration, for outputs
+  /// With the presets (no calibration): the class whose held-out errors say how far its network times may be off
+  /// (network_models/error_bands.hpp).
+  std::optional<net::PredictionClass> network_class;
 };
 
 /// Resolves `topology` (a preset name like 4x8xA100-1x25G or a topology JSON file) with optional

@@ -41,6 +41,7 @@ std::vector<WhatIfPoint> whatif(const planner::Window& w, const planner::WindowP
       pt.uniform_bytes = sum_bytes(uniform);
       pt.adaptive_bytes = sum_bytes(p.chosen);
       pt.compute_s = r.compute_s;
+      pt.network_class = c.network_class;
       out.push_back(pt);
     }
   }
@@ -63,7 +64,8 @@ Json point_json(const WhatIfPoint& p) {
               {"uncompressed_bytes_per_step", p.uncompressed_bytes},
               {"uniform_bytes_per_step", p.uniform_bytes},
               {"adaptive_bytes_per_step", p.adaptive_bytes},
-              {"compute_s", p.compute_s}};
+              {"compute_s", p.compute_s},
+              {"network_class", p.network_class ? Json(net::to_string(*p.network_class)) : Json(nullptr)}};
 }
 
 }  // namespace lgreco::pipeline

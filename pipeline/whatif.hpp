@@ -33,6 +33,7 @@ struct WhatIfPoint {
   double uncompressed_exposed_s = 0, uniform_exposed_s = 0, adaptive_exposed_s = 0;
   double uncompressed_bytes = 0, uniform_bytes = 0, adaptive_bytes = 0;
   double compute_s = 0;
+  std::optional<net::PredictionClass> network_class;  ///< Cluster::network_class of the point
 };
 
 /// Predicts every point for window `w` and the plan made from it; `opt` are the plan options the

@@ -1,4 +1,5 @@
 // `lgreco net calibrate | predict | validate | topology`: the network model from the command line.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -6,6 +7,7 @@
 #include <limits>
 #include <optional>
 
+#include "core/atomic_file.hpp"
 #include "core/json_util.hpp"
 #include "core/provenance.hpp"
 #include "core/text.hpp"
@@ -152,7 +154,14 @@ int run_predict(const std::vector<std::string>& args) {
   const auto c = collective_option(coll_s);
   const auto sizes = parse_sizes(sizes_s);
   std::vector<std::filesystem::path> inputs;
-  const net::CollectiveModel m = resolve_model(topology, parse_ranks(ranks_s), fit, &inputs, nullptr, nccl_env);
+  net::Topology topo;
+  const net::CollectiveModel m = resolve_model(topology, parse_ranks(ranks_s), fit, &inputs, &topo, nccl_env);
+  // With the presets, the error their held-out run showed for this class of system at these sizes; a calibration
+  // is the user's own fit and carries its own held-out check (net calibrate).
+  std::vector<net::PredictionClass> classes;
+  if (fit.empty()) classes.push_back(net::prediction_class(topo, m.embedding()));
+  const bool small = std::any_of(sizes.begin(), sizes.end(), [](double s) { return s < net::kMiB; });
+  const bool large = std::any_of(sizes.begin(), sizes.end(), [](double s) { return s >= net::kMiB; });
   Json rows = Json::array();
   // Every size first: a size nothing is available for (an --nccl-env that leaves none) fails before any output.
   std::vector<net::Choice> choices;
@@ -174,8 +183,11 @@ int run_predict(const std::vector<std::string>& args) {
                       {"ranks", m.ranks()}, {"hosts", m.embedding().hosts}, {"nccl_version", m.params().nccl_version},
                       {"nccl_env", m.params().nccl_env.restricted() ? Json(m.params().nccl_env.text) : Json(nullptr)}};
     std::cout << Json{{"schema_version", 1}, {"kind", "lgreco-net-predict"}, {"rows", rows}, {"config", config},
+                      {"expected_error", classes.empty() ? Json(nullptr) : net::expected_error_json(classes, small, large)},
                       {"provenance", provenance_json(inputs)}}.dump(2)
               << "\n";
+  } else {
+    for (const auto& line : net::expected_error_lines(classes, small, large)) std::printf("%s\n", line.c_str());
   }
   return 0;
 }
@@ -229,7 +241,11 @@ Json evidence_json(const std::vector<net::PreparedFile>& files, const net::Corpu
 /// `net validate DIR`: every corpus file of DIR with the presets, each system held out (--holdout), or with
 /// the constants refitted on the whole directory (--refit: what the presets would ship with this corpus).
 /// --evidence prints what pins each constant (always in the JSON, except held out).
-int validate_corpus_dir(const std::string& dir, bool holdout, bool refit, bool evidence, Format fmt) {
+int validate_corpus_dir(const std::string& dir, bool holdout, bool refit, bool evidence, const std::string& bands_out, bool force,
+                        Format fmt) {
+  // The output is refused before the two minutes of fits when it exists and --force is not given.
+  std::optional<AtomicFile> bands_file;
+  if (!bands_out.empty()) bands_file.emplace(bands_out, force ? Overwrite::kAllow : Overwrite::kRefuse);
   const auto files = net::prepare_corpus(net::load_corpus_dir(dir));
   Json rows = Json::array(), systems = Json::array(), constants = Json::object(), fit_json = nullptr;
   net::CorpusConstants k = net::corpus_constants();
@@ -329,13 +345,36 @@ int validate_corpus_dir(const std::string& dir, bool holdout, bool refit, bool e
     std::printf("node-count trends within the bar: %d of %zu systems\n", trends_within, trends.size());
   // What pins each constant, at the constants that predicted the rows (none held out: each fit has its own).
   const Json evidence_doc = holdout ? Json(nullptr) : evidence_json(files, k, evidence && fmt != Format::kJson);
+  // Held out: the error to expect of a prediction for a system outside the corpus, per class and size band.
+  Json bands_json = nullptr;
+  if (holdout) {
+    const net::ErrorBands bands = net::error_bands(validated);
+    bands_json = Json::object();
+    if (fmt != Format::kJson) std::printf("\nerror bands: |ln(pred/meas)| held out, per prediction class and size band, as factors\n");
+    for (int c = 0; c < net::kNumPredictionClasses; ++c) {
+      const auto pc = static_cast<net::PredictionClass>(c);
+      bands_json[net::to_string(pc)] = {{"below_1MiB", net::error_band_json(bands[c].below_1MiB)},
+                                        {"at_least_1MiB", net::error_band_json(bands[c].at_least_1MiB)}};
+      if (fmt != Format::kJson) {
+        std::printf("  %s\n  %s\n", net::describe_band(bands[c].below_1MiB, pc, false).c_str(),
+                    net::describe_band(bands[c].at_least_1MiB, pc, true).c_str());
+      }
+    }
+    if (bands_file) {
+      std::string corpus = std::filesystem::path(dir).lexically_normal().generic_string();
+      while (corpus.size() > 1 && corpus.back() == '/') corpus.pop_back();
+      bands_file->stream() << net::error_bands_source(bands, {corpus, t.systems, t.rows});
+      bands_file->commit();
+      if (fmt != Format::kJson) std::printf("error bands written to %s\n", bands_out.c_str());
+    }
+  }
   if (fmt == Format::kJson) {
     const Json totals{{"systems", t.systems}, {"systems_within_bars", t.systems_within}, {"rows", t.rows},
                       {"rows_within_bars", t.rows_within}, {"median_abs_log_error", t.median_abs_log},
                       {"median_abs_log_error_nccl_constants", nccl_median},
                       {"trends", trends.size()}, {"trends_within_bar", trends_within}};
     std::cout << Json{{"schema_version", 1}, {"kind", "lgreco-net-validate-corpus"}, {"mode", mode}, {"constants", constants}, {"fit", fit_json},
-                      {"evidence", evidence_doc},
+                      {"evidence", evidence_doc}, {"error_bands", bands_json},
                       {"bars_pct", {{"at_least_1MiB", 100 * net::kLargeBar}, {"below_1MiB", 100 * net::kSmallBar}, {"node_trend", 100 * net::kTrendBar}}},
                       {"systems", systems}, {"trends", trends_json}, {"totals", totals}, {"rows", rows}, {"provenance", provenance_json({})}}
                      .dump(2)
@@ -346,7 +385,8 @@ int validate_corpus_dir(const std::string& dir, bool holdout, bool refit, bool e
 
 int run_net_validate(const std::vector<std::string>& args) {
   std::string file, topology, ranks_s, coll_s, fit, bench_s, gpp_s, nccl_env_s;
-  bool holdout = false, refit = false, evidence = false;
+  std::string bands_out;
+  bool holdout = false, refit = false, evidence = false, force = false;
   Format fmt;
   ArgParser p("lgreco net validate", "Compare the model's predictions with measured collective times: a corpus file "
                                      "(tests/data/network/*.tsv) or nccl-tests output (standard table or TSV). Prints measured and "
@@ -362,15 +402,20 @@ int run_net_validate(const std::vector<std::string>& args) {
       .flag("--holdout", &holdout, "with a corpus directory: fit the presets' constants without each system and predict it")
       .flag("--refit", &refit, "with a corpus directory: fit the presets' constants on all its files, print them (each with its range among the near-optimal starts) and predict with them")
       .flag("--evidence", &evidence, "with a corpus directory: print what pins each constant: its standard error, its prior's share and the systems' rows that set it (always in --format json)")
+      .option("--write-error-bands", &bands_out, "FILE", "with --holdout: write the held-out error bands as the source of network_models/error_bands_table.cpp (what the tools print as the expected error of the presets)")
+      .flag("--force", &force, "overwrite an existing --write-error-bands file")
       .format(&fmt);
   if (!p.parse(args)) return 0;
   if (std::error_code ec; std::filesystem::is_directory(file, ec)) {
     if (!topology.empty() || !fit.empty() || !bench_s.empty() || !gpp_s.empty() || !ranks_s.empty() || !coll_s.empty() || !nccl_env_s.empty())
-      throw UsageError("a corpus directory takes only --holdout, --refit and --format (each file names its topology and benchmark)");
+      throw UsageError("a corpus directory takes only --holdout, --refit, --evidence, --write-error-bands and --format (each file names its topology and benchmark)");
     if (holdout && refit) throw UsageError("--holdout and --refit exclude each other (--holdout refits without each system)");
     if (holdout && evidence) throw UsageError("--evidence goes with the presets or --refit, not --holdout (each held-out fit has constants of its own)");
-    return validate_corpus_dir(file, holdout, refit, evidence, fmt);
+    if (!bands_out.empty() && !holdout) throw UsageError("--write-error-bands needs --holdout (the bands are held-out errors)");
+    if (force && bands_out.empty()) throw UsageError("--force goes with --write-error-bands");
+    return validate_corpus_dir(file, holdout, refit, evidence, bands_out, force, fmt);
   }
+  if (!bands_out.empty() || force) throw UsageError("--write-error-bands needs a corpus directory and --holdout, not the file " + file);
   if (holdout || refit || evidence)
     throw UsageError(std::string(holdout ? "--holdout" : refit ? "--refit" : "--evidence") + " needs a corpus directory, not the file " + file);
   // The size limit of nccl-tests logs (net::load_nccl_tests); devices and oversized files are refused.

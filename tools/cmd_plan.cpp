@@ -137,6 +137,18 @@ void refuse_overwriting_inputs(const std::string& out, const std::vector<std::fi
   }
 }
 
+// With the presets, how far off to expect the step times' network part (error_bands.hpp; every size band:
+// buckets of every size); nothing with a calibration or the plain ring model.
+Json expected_error(const std::optional<pipeline::Cluster>& cluster) {
+  if (!cluster || !cluster->network_class) return nullptr;
+  return net::expected_error_json({*cluster->network_class}, true, true);
+}
+
+void print_expected_error(const std::optional<pipeline::Cluster>& cluster) {
+  if (!cluster || !cluster->network_class) return;
+  for (const auto& line : net::expected_error_lines({*cluster->network_class}, true, true)) std::cout << line << "\n";
+}
+
 // `lgreco plan --trace ...`: the closed loop from a trace to a phased schedule.
 int run_trace_form(const Flags& f, LoopRequest& req, const PlanOptions& opt, Json config, double compute_scale,
                    const std::optional<pipeline::Cluster>& cluster, const std::string& tables_out, Overwrite policy) {
@@ -182,6 +194,7 @@ int run_trace_form(const Flags& f, LoopRequest& req, const PlanOptions& opt, Jso
   if (f.format == Format::kJson) {
     std::cout << Json{{"schema_version", 1}, {"kind", "lgreco-plan-summary"}, {"schedule", f.out},
                       {"predicted", schedule["predicted"]}, {"config", loop},
+                      {"expected_network_error", expected_error(cluster)},
                       {"replay", Json{{"seconds", r.replay_s}, {"grad_bytes", r.grad_bytes}}},
                       {"provenance", schedule["provenance"]}}
                      .dump(2)
@@ -191,6 +204,7 @@ int run_trace_form(const Flags& f, LoopRequest& req, const PlanOptions& opt, Jso
     if (!tables_out.empty()) std::cout << ", tables to " << tables_out;
     std::cout << " (replayed " << units::format_bytes(r.grad_bytes) << " of gradients in " << units::format_seconds(r.replay_s)
               << ")\n";
+    print_expected_error(cluster);
   }
   return 0;
 }
@@ -310,6 +324,7 @@ int run_plan(const std::vector<std::string>& args) {
     std::cout << doc.dump(2) << "\n";
   } else {
     print_tables_summary(std::cout, t, plans, s);
+    print_expected_error(cluster);
     if (!f.out.empty()) std::cout << "wrote " << f.out << "\n";
   }
   return 0;

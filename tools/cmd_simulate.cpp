@@ -114,6 +114,9 @@ int run_simulate(const std::vector<std::string>& args) {
     ubytes += 4.0 * static_cast<double>(w.layers[i].numel);
   }
   const sim::StepModel model = planner::step_model_of(w, opt.forward_s, opt.optimizer_s);
+  // With the presets, how far off to expect the network times (every size band: buckets of every size).
+  std::vector<net::PredictionClass> classes;
+  if (fit.empty()) classes.push_back(net::prediction_class(t, cost.model().embedding()));
   if (fmt == Format::kJson) {
     Json gantt = Json::array();
     for (const auto& b : r.buckets) {
@@ -134,7 +137,9 @@ int run_simulate(const std::vector<std::string>& args) {
     std::cout << Json{{"schema_version", 1}, {"kind", "lgreco-simulate"}, {"step_s", r.step_s}, {"compute_s", r.compute_s},
                       {"exposed_comm_s", r.exposed_comm_s}, {"bytes_per_step", bytes}, {"uncompressed_step_s", u.step_s},
                       {"uncompressed_exposed_comm_s", u.exposed_comm_s}, {"uncompressed_bytes_per_step", ubytes},
-                      {"speedup", u.step_s / r.step_s}, {"buckets", gantt}, {"config", config}, {"provenance", provenance_json(inputs)}}
+                      {"speedup", u.step_s / r.step_s}, {"buckets", gantt},
+                      {"expected_network_error", classes.empty() ? Json(nullptr) : net::expected_error_json(classes, true, true)},
+                      {"config", config}, {"provenance", provenance_json(inputs)}}
                      .dump(2)
               << "\n";
     return 0;
@@ -146,6 +151,7 @@ int run_simulate(const std::vector<std::string>& args) {
     std::printf("%6d %7zu %10.3f %10.3f %10.3f %10.3f\n", b.bucket, model.buckets[b.bucket].size(), b.ready_s * 1e3, b.start_s * 1e3,
                 b.end_s * 1e3, b.comm_s * 1e3);
   }
+  for (const auto& line : net::expected_error_lines(classes, true, true)) std::printf("%s\n", line.c_str());
   return 0;
 }
 

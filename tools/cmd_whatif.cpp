@@ -154,7 +154,13 @@ int run_whatif(const std::vector<std::string>& args) {
   grid.kernel_time = kernel_time;
   const bool time_aware = o.plan.engine == planner::Engine::kTime;
   Json points = Json::array();
-  for (const auto& pt : pipeline::whatif(r.tables.windows.back(), r.plans.back(), r.plan, grid)) points.push_back(pipeline::point_json(pt));
+  // With the presets, how far each point's network times may be off: the held-out errors of its class (every
+  // size band: a step moves buckets of every size).
+  std::vector<net::PredictionClass> classes;
+  for (const auto& pt : pipeline::whatif(r.tables.windows.back(), r.plans.back(), r.plan, grid)) {
+    points.push_back(pipeline::point_json(pt));
+    if (pt.network_class) classes.push_back(*pt.network_class);
+  }
   Json config = pipeline::loop_config(o, r);
   config["trace"] = a.trace;
   config["threads"] = req.threads_requested;
@@ -172,6 +178,7 @@ int run_whatif(const std::vector<std::string>& args) {
                  {"engine", planner::engine_name(o.plan.engine)},
                  {"cluster", base.name},
                  {"points", points},
+                 {"expected_network_error", classes.empty() ? Json(nullptr) : net::expected_error_json(classes, true, true)},
                  {"config", config},
                  {"provenance", r.provenance}};
   if (!plot.empty()) {
@@ -205,6 +212,7 @@ int run_whatif(const std::vector<std::string>& args) {
                   units::format_seconds(pt["adaptive_step_s"].get<double>()).c_str(), pt["uniform_speedup"].get<double>(),
                   pt["adaptive_speedup"].get<double>(), pt["adaptive_vs_uniform"].get<double>());
     }
+    for (const auto& line : net::expected_error_lines(classes, true, true)) std::printf("%s\n", line.c_str());
     if (!plot.empty()) std::printf("plot written to %s\n", plot.c_str());
   }
   return 0;

@@ -243,6 +243,110 @@ TEST_CASE("leave-one-system-out: every system within the bars or listed with its
   check_quoted(quote);
   std::snprintf(quote, sizeof quote, "held out it is %.3f", t.median_abs_log);
   check_quoted(quote);
+
+  // The error bands the tools print with the presets' predictions (error_bands_table.cpp) are this run's.
+  INFO("regenerate with: lgreco net validate tests/data/network --holdout --write-error-bands network_models/error_bands_table.cpp --force");
+  const ErrorBands bands = error_bands(held);
+  for (int c = 0; c < kNumPredictionClasses; ++c) {
+    for (const auto& [now, shipped] : {std::pair{bands[c].below_1MiB, shipped_error_bands()[c].below_1MiB},
+                                       std::pair{bands[c].at_least_1MiB, shipped_error_bands()[c].at_least_1MiB}}) {
+      CAPTURE(to_string(static_cast<PredictionClass>(c)), now.rows);
+      CHECK(now.systems == shipped.systems);
+      CHECK(now.rows == shipped.rows);
+      CHECK(now.median == Approx(shipped.median).margin(1e-6));
+      CHECK(now.p80 == Approx(shipped.p80).margin(1e-6));
+      CHECK(now.p90 == Approx(shipped.p90).margin(1e-6));
+      CHECK(now.max == Approx(shipped.max).margin(1e-6));
+    }
+  }
+  CHECK(shipped_error_bands_origin().systems == t.systems);
+  CHECK(shipped_error_bands_origin().rows == t.rows);
+}
+
+TEST_CASE("error bands: order statistics of |ln(pred/meas)| per prediction class and size band", "[corpus]") {
+  const auto files = corpus();
+  auto validated = validate_corpus(files, false);
+  // Known errors: one system's rows at >= 1 MiB predicted exp(k/100) times their measurement, k = 1..n.
+  auto& v = *std::find_if(validated.begin(), validated.end(), [](const SystemValidation& s) { return s.system == "h100-node005"; });
+  std::vector<double> logs;
+  for (auto& [f, p] : v.points) {
+    REQUIRE(p.row.size_bytes >= net::kMiB);
+    logs.push_back(static_cast<double>(logs.size() + 1) / 100);
+    p.predicted_s = p.row.time_s * std::exp(logs.back() * (logs.size() % 2 ? 1 : -1));  // too slow and too fast alike
+  }
+  const int n = static_cast<int>(logs.size());
+  REQUIRE(n >= 5);
+  // The only one-host NVLink system left: every other one goes.
+  std::erase_if(validated, [&](const SystemValidation& s) {
+    return s.system != v.system && std::any_of(s.points.begin(), s.points.end(), [](const auto& fp) {
+             return prediction_class(fp.first->topology, fp.first->embeddings.at(fp.second.row.ranks)) == PredictionClass::kOneHostNvlink;
+           });
+  });
+  const ErrorBands b = error_bands(validated);
+  const ErrorBand& e = b[static_cast<int>(PredictionClass::kOneHostNvlink)].at_least_1MiB;
+  CHECK(e.systems == 1);
+  CHECK(e.rows == n);
+  CHECK(e.median == Approx(logs[n / 2]));
+  CHECK(e.p80 == Approx(logs[static_cast<std::size_t>(std::floor(0.8 * n))]));
+  CHECK(e.p90 == Approx(logs[std::min<std::size_t>(n - 1, static_cast<std::size_t>(std::floor(0.9 * n)))]));
+  CHECK(e.max == Approx(logs.back()));
+  CHECK(b[static_cast<int>(PredictionClass::kOneHostNvlink)].below_1MiB.rows == 0);
+  // Every row counted once, in the class of its file's topology at its rank count.
+  int rows = 0, multi_host_rdma = 0;
+  for (const auto& s : validated)
+    for (const auto& [f, p] : s.points) {
+      ++rows;
+      if (p.hosts > 1 && f->topology.transport == Transport::kRdma) ++multi_host_rdma;
+    }
+  int counted = 0;
+  for (const auto& cb : b) counted += cb.below_1MiB.rows + cb.at_least_1MiB.rows;
+  CHECK(counted == rows);
+  const auto& rdma = b[static_cast<int>(PredictionClass::kRdma)];
+  CHECK(rdma.below_1MiB.rows + rdma.at_least_1MiB.rows == multi_host_rdma);
+  for (const auto& cb : b)
+    for (const auto& band : {cb.below_1MiB, cb.at_least_1MiB}) {
+      if (band.rows == 0) continue;
+      CHECK(band.median <= band.p80);
+      CHECK(band.p80 <= band.p90);
+      CHECK(band.p90 <= band.max);
+    }
+}
+
+TEST_CASE("the shipped error bands add up to the corpus and are the docs' table", "[corpus]") {
+  const auto& bands = shipped_error_bands();
+  const auto& origin = shipped_error_bands_origin();
+  const auto files = corpus();
+  const CorpusTotals t = corpus_totals(validate_corpus(files, false));
+  CHECK(origin.corpus == "tests/data/network");
+  CHECK(origin.systems == t.systems);
+  CHECK(origin.rows == t.rows);
+  int rows = 0;
+  for (const auto& cb : bands) rows += cb.below_1MiB.rows + cb.at_least_1MiB.rows;
+  CHECK(rows == origin.rows);
+  // The file is the generator's output, not edited by hand.
+  CHECK(read_text(testing::source_dir() / "network_models" / "error_bands_table.cpp") == error_bands_source(bands, origin));
+
+  const std::string docs = read_text(testing::source_dir() / "docs" / "network-model.md");
+  const auto table = docs_table(docs, "| class and size | systems | rows | median | 80 % of rows | 90 % of rows | worst |");
+  CHECK(table.size() == 2 * kNumPredictionClasses);
+  for (int c = 0; c < kNumPredictionClasses; ++c) {
+    const auto pc = static_cast<PredictionClass>(c);
+    for (const auto& [band, size] : {std::pair{bands[c].below_1MiB, "< 1 MiB"}, std::pair{bands[c].at_least_1MiB, "≥ 1 MiB"}}) {
+      const std::string key = std::string(describe(pc)) + ", " + size;
+      CAPTURE(key);
+      const auto row = table.find(key);
+      REQUIRE(row != table.end());
+      REQUIRE(row->second.size() == 6);
+      CHECK(row->second[0] == std::to_string(band.systems));
+      CHECK(row->second[1] == std::to_string(band.rows));
+      const double values[] = {band.median, band.p80, band.p90, band.max};
+      for (int i = 0; i < 4; ++i) {
+        char cell[32];
+        std::snprintf(cell, sizeof cell, "×/÷ %.2f", std::exp(values[i]));
+        CHECK(row->second[2 + i] == (band.rows ? std::string(cell) : std::string("—")));
+      }
+    }
+  }
 }
 
 TEST_CASE("node-count trends of multi-node systems at their largest size", "[holdout]") {
@@ -405,4 +509,25 @@ TEST_CASE("a held-out miss said to be the only system of its transport is the on
     CHECK_FALSE(pinned.empty());
   }
   CHECK(checked == 3);  // aws-p5en (EFA v3), p6-b200 (EFA v4), l40s-openshift (sockets)
+}
+
+TEST_CASE("prediction class: the intra-host path on one host, the transport across hosts", "[corpus]") {
+  auto cls = [](const std::string& topology, int ranks) {
+    const Topology t = preset_topology(topology);
+    return prediction_class(t, embed(t, ranks));
+  };
+  CHECK(cls("dgx-a100", 8) == PredictionClass::kOneHostNvlink);
+  CHECK(cls("pcie-8x-rtx3090", 8) == PredictionClass::kOneHostPcie);
+  CHECK(cls("1x2xL40S-1x100G", 2) == PredictionClass::kOneHostPcie);
+  CHECK(cls("4x8xA100-4x100G", 32) == PredictionClass::kRdma);
+  CHECK(cls("4x8xA100-4x100G", 8) == PredictionClass::kOneHostNvlink);  // 8 ranks fit on one host
+  CHECK(cls("2x8xH100-32x100G-efa", 16) == PredictionClass::kEfa);
+  CHECK(cls("2x8xH100-4x200G-tcpx", 16) == PredictionClass::kTcpx);
+  CHECK(cls("2x8xH100-8x200G-tcpxo", 16) == PredictionClass::kTcpxo);
+  CHECK(cls("2x1xL40S-1x400GbE", 2) == PredictionClass::kSocket);
+  for (int c = 0; c < kNumPredictionClasses; ++c) {
+    const auto pc = static_cast<PredictionClass>(c);
+    CHECK(std::string(to_string(pc)) != "?");
+    CHECK(std::string(describe(pc)) != "?");
+  }
 }

@@ -33,8 +33,10 @@ def test_json_grid_and_properties(trace, lgreco):
     ratios = [b / a for a, b in zip(bws, bws[1:])]
     assert all(r == pytest.approx(ratios[0]) for r in ratios)  # log-spaced
     for pt in pts:
-        assert set(pt) == set(KEYS)
+        assert set(pt) == set(KEYS) | {"network_class"}
         assert pt["ranks"] == 8 * pt["nodes"]
+        # The default base cluster is 4x8xA100-1x25G: NVLink on one node, RDMA verbs across nodes.
+        assert pt["network_class"] == ("one-host-nvlink" if pt["nodes"] == 1 else "rdma")
         assert pt["uniform_speedup"] == pytest.approx(pt["uncompressed_step_s"] / pt["uniform_step_s"])
         assert pt["adaptive_speedup"] == pytest.approx(pt["uncompressed_step_s"] / pt["adaptive_step_s"])
         assert pt["adaptive_bytes_per_step"] <= pt["uniform_bytes_per_step"] < pt["uncompressed_bytes_per_step"]
@@ -47,6 +49,21 @@ def test_json_grid_and_properties(trace, lgreco):
         assert all(b <= a + 1e-12 for a, b in zip(steps, steps[1:])), (n, steps)  # more bandwidth, no slower
         if n == 1:  # one node: the inter-node bandwidth is not used
             assert max(steps) == pytest.approx(min(steps))
+    # How far off the network times may be: the presets' held-out error bands of the points' classes, both size
+    # bands (a step moves buckets of every size); the same figures `net predict` gives for those classes.
+    err = doc["expected_network_error"]
+    assert "leave-one-system-out" in err["basis"]
+    assert set(err["classes"]) == {"one-host-nvlink", "rdma"}
+    for cls, bands in err["classes"].items():
+        assert set(bands) == {"below_1MiB", "at_least_1MiB"}
+        for b in bands.values():
+            assert b["rows"] > 0 and 1 <= b["median_factor"] <= b["p80_factor"] <= b["p90_factor"] <= b["max_factor"]
+    pred = json.loads(lgreco("net", "predict", "--topology", "2x8xA100-1x25G", "--sizes", "64K,64M", "--format", "json",
+                             check=True).stdout)
+    assert pred["expected_error"]["classes"]["rdma"] == err["classes"]["rdma"]
+    text = lgreco("whatif", "--trace", trace, "--bandwidth", "10Gbps", "--nodes", "1,2", check=True).stdout
+    assert "how far off to expect the network times in these predictions" in text
+    assert text.count("one host over NVLink, ") == 2 and text.count("across hosts over RDMA verbs") == 2
 
 
 def test_csv_and_plot(trace, lgreco, tmp_path):

@@ -16,6 +16,36 @@ def test_predict_json_rows(lgreco):
     assert "provenance" in doc and doc["config"]["ranks"] == 8
 
 
+def test_predict_says_how_far_off_to_expect_the_presets(lgreco):
+    """With the presets, net predict prints the held-out error bands of its class for the size bands asked
+    for (text and JSON alike); the bands come from the leave-one-system-out run over the corpus."""
+    doc = json.loads(lgreco("net", "predict", "--topology", "4x8xH100-8x400G-efa", "--sizes", "1K:64M", "--format",
+                            "json", check=True).stdout)
+    err = doc["expected_error"]
+    assert list(err["classes"]) == ["efa"]
+    assert "38 systems" in err["basis"] or "systems" in err["basis"]
+    efa = err["classes"]["efa"]
+    assert set(efa) == {"below_1MiB", "at_least_1MiB"}
+    text = lgreco("net", "predict", "--topology", "4x8xH100-8x400G-efa", "--sizes", "1K:64M", check=True).stdout
+    lines = text.splitlines()
+    head = next(i for i, l in enumerate(lines) if l.startswith("how far off to expect the network times in these predictions"))
+    assert len(lines) == head + 3
+    for line, band in zip(lines[head + 1:], ("below_1MiB", "at_least_1MiB")):
+        b = efa[band]
+        assert line.startswith("  across hosts over AWS EFA, " + ("< 1 MiB" if band == "below_1MiB" else ">= 1 MiB"))
+        assert (f"off by a factor {b['median_factor']:.2f} (median), {b['p80_factor']:.2f} (80 % of rows), "
+                f"{b['p90_factor']:.2f} (90 %), {b['max_factor']:.2f} (worst) on {b['systems']} systems held out "
+                f"({b['rows']} rows)") in line
+    # Only the size bands asked for; one host of NVLink GPUs is its own class.
+    doc = json.loads(lgreco("net", "predict", "--topology", "dgx-a100", "--sizes", "32K:512K", "--format", "json",
+                            check=True).stdout)
+    assert doc["expected_error"]["classes"] == {"one-host-nvlink": {"below_1MiB": doc["expected_error"]["classes"][
+        "one-host-nvlink"]["below_1MiB"]}}
+    pcie = json.loads(lgreco("net", "predict", "--topology", "pcie-8x-rtx3090", "--sizes", "1G", "--format", "json",
+                             check=True).stdout)["expected_error"]["classes"]
+    assert list(pcie) == ["one-host-pcie"] and pcie["one-host-pcie"]["at_least_1MiB"]["median_factor"] > 2
+
+
 def test_calibrate_then_predict(lgreco, shared_dir, tmp_path):
     src = shared_dir / "data" / "nccl-tests" / "a100x8-nvswitch-allreduce.tsv"
     out = tmp_path / "fit.json"
@@ -24,6 +54,10 @@ def test_calibrate_then_predict(lgreco, shared_dir, tmp_path):
     assert fit["kind"] == "lgreco-network-fit" and fit["nccl_version"] == "2.30.7"
     assert fit["fit_quality"]["rms_log_error"] < 0.1
     p = lgreco("net", "predict", "--topology", "dgx-a100", "--network-fit", out, "--sizes", "1G", "--format", "json", check=True)
+    # A calibration is the user's own fit: no presets' error band is claimed for it.
+    assert json.loads(p.stdout)["expected_error"] is None
+    assert "how far off" not in lgreco("net", "predict", "--topology", "dgx-a100", "--network-fit", out, "--sizes", "1G",
+                                       check=True).stdout
     t = json.loads(p.stdout)["rows"][0]["time_us"]
     assert abs(t / 8203.9 - 1) < 0.1
     again = lgreco("net", "calibrate", src, "--topology", "dgx-a100", "-o", out)

@@ -361,3 +361,35 @@ def test_evidence_table_is_the_tools(lgreco):
     assert f"η_rdma ×{grows('eta_rdma', 'gcp-a4-b200-roce'):.2f} without gcp-a4-b200-roce" in prose
     # prior_std_ln = s·σ/λ, with λ 0.05 and η_rdma's σ 0.1.
     assert f"s = {evidence['eta_rdma']['prior_std_ln'] * 0.05 / 0.1:.3f}" in prose
+
+
+def test_write_error_bands_from_a_holdout(tmp_path, lgreco):
+    """--write-error-bands writes the held-out error bands as the source of error_bands_table.cpp (what the
+    tools print as the presets' expected error); it refuses to overwrite without --force and needs --holdout."""
+    small = tmp_path / "corpus"
+    small.mkdir()
+    for f in ["a100-dgx-nccltests.tsv", "h200-hgx-pytorch.tsv", "p4dn-a100-efa-nccltests.tsv"]:
+        (small / f).write_text((CORPUS / f).read_text())
+    out = tmp_path / "bands.cpp"
+    doc = json.loads(lgreco("net", "validate", small, "--holdout", "--write-error-bands", out, "--format", "json",
+                            check=True).stdout)
+    bands = doc["error_bands"]
+    assert set(bands) == {"one-host-nvlink", "one-host-pcie", "rdma", "efa", "tcpx", "tcpxo", "socket"}
+    assert sum(b[k]["rows"] for b in bands.values() for k in b) == doc["totals"]["rows"]
+    assert bands["efa"]["at_least_1MiB"]["systems"] == 1 and bands["socket"]["below_1MiB"] == {"systems": 0, "rows": 0}
+    src = out.read_text()
+    assert "const ErrorBands& shipped_error_bands()" in src and "--write-error-bands" in src
+    assert f'o{{"{small.as_posix()}", 3, {doc["totals"]["rows"]}}}' in src
+    # Each band's line: {systems, rows, median, p80, p90, max} of |ln|, below 1 MiB then at least 1 MiB.
+    efa_line = next(l for l in src.splitlines() if l.endswith("// efa"))
+    large = bands["efa"]["at_least_1MiB"]
+    assert f"{{1, {large['rows']}, {math.log(large['median_factor']):.6f}," in efa_line
+    again = lgreco("net", "validate", small, "--holdout", "--write-error-bands", out)
+    assert again.returncode == 1 and "exists" in again.stderr and out.read_text() == src
+    assert lgreco("net", "validate", small, "--holdout", "--write-error-bands", out, "--force").returncode == 0
+    for args, word in [(["--write-error-bands", out], "--holdout"), (["--force"], "--force"),
+                       (["--refit", "--write-error-bands", out], "--holdout")]:
+        p = lgreco("net", "validate", small, *args)
+        assert p.returncode == 2 and word in p.stderr, (args, p.stderr)
+    p = lgreco("net", "validate", CORPUS / "a100-dgx-nccltests.tsv", "--holdout", "--write-error-bands", out)
+    assert p.returncode == 2 and "corpus directory" in p.stderr

@@ -37,6 +37,11 @@ def test_preset_uncompressed_is_its_own_baseline(lgreco):
     assert "resnet50 preset" in doc["config"]["compute"]["note"]
     # ResNet-50 in fp32: 4 bytes per parameter.
     assert doc["bytes_per_step"] == 4 * 25557032
+    # One host of NVLink GPUs: the presets' held-out error bands of that class, both size bands.
+    assert set(doc["expected_network_error"]["classes"]) == {"one-host-nvlink"}
+    text = lgreco("simulate", "--model", "resnet50", "--topology", "dgx-a100", check=True).stdout.splitlines()
+    assert text[-3].startswith("how far off to expect the network times in these predictions")
+    assert text[-2].startswith("  one host over NVLink, < 1 MiB") and text[-1].startswith("  one host over NVLink, >= 1 MiB")
 
 
 def test_preset_uniform_method_on_slow_network(lgreco):

@@ -30,6 +30,8 @@ def test_plan_simulate_whatif_agree(lgreco, tmp_path, compute):
     sim_doc = json.loads(sim.stdout)
     assert sim_doc["step_s"] == pytest.approx(plan_step, rel=1e-12)
     assert sim_doc["uncompressed_step_s"] == pytest.approx(planned["uncompressed_step_time_s"], rel=1e-12)
+    expected = json.loads(p.stdout)["expected_network_error"]
+    assert list(expected["classes"]) == ["rdma"] and sim_doc["expected_network_error"] == expected
 
     # whatif at the base cluster's own point (4 nodes, 25 Gb/s per node), from the closed loop and
     # from the tables it wrote.
@@ -40,6 +42,8 @@ def test_plan_simulate_whatif_agree(lgreco, tmp_path, compute):
         assert pt["adaptive_step_s"] == pytest.approx(plan_step, rel=1e-12), source
         assert pt["uniform_step_s"] == pytest.approx(planned["uniform_step_time_s"], rel=1e-12), source
         assert pt["uncompressed_step_s"] == pytest.approx(planned["uncompressed_step_time_s"], rel=1e-12), source
+        # ... and the same word on how far off its network times may be (the presets' held-out bands of the class).
+        assert json.loads(w.stdout)["expected_network_error"] == expected, source
 
 
 def test_compute_scale_multiplies_recorded_times_and_says_so(lgreco, tmp_path):

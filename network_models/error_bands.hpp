@@ -1,0 +1,72 @@
+#pragma once
+/// How far the presets' predictions land from measurements on systems they were not fitted on: the
+/// leave-one-system-out errors of the measurement corpus (corpus_fit.hpp), summarised per prediction class
+/// and size band. A what-if is a prediction for a cluster nobody measured, so this is the error to expect
+/// of it; the tools print it next to the predictions they make with the presets.
+///
+/// Class of a prediction: on one host, the intra-host path its ring takes (NVLink or PCIe, Embedding's
+/// intra_class); across hosts, the network transport. Size bands: < 1 MiB and ≥ 1 MiB (issue 13's bars).
+/// Each band gives quantiles of |ln(predicted / measured)| over the held-out rows of its class: the value
+/// below which floor(q·n) of the n rows lie (q = 0.5: the upper median, as corpus_totals), printed as a
+/// factor exp(·) ("within × or ÷ 1.23").
+///
+/// The shipped table (shipped_error_bands) is generated from `lgreco net validate DIR --holdout
+/// --write-error-bands FILE` into error_bands_table.cpp; the leave-one-system-out test recomputes it and
+/// fails when the two differ, so the figures the tools print are the held-out run's.
+#include <array>
+#include <string>
+#include <vector>
+
+#include "network_models/topology.hpp"
+
+namespace lgreco::net {
+
+enum class PredictionClass { kOneHostNvlink, kOneHostPcie, kRdma, kEfa, kTcpx, kTcpxo, kSocket };
+inline constexpr int kNumPredictionClasses = 7;
+
+/// The class of a prediction for `t` with embedding `e`.
+PredictionClass prediction_class(const Topology& t, const Embedding& e);
+/// Short name ("one-host-nvlink", "rdma", ...), used in JSON and in the generated table.
+const char* to_string(PredictionClass c);
+/// Words for a sentence ("one host over NVLink", "across hosts over RDMA verbs (InfiniBand, RoCE)", ...).
+const char* describe(PredictionClass c);
+
+/// Quantiles of |ln(predicted / measured)| over the held-out rows of one class and size band.
+struct ErrorBand {
+  int systems = 0, rows = 0;  ///< 0 rows: the corpus has none in this band
+  double median = 0, p80 = 0, p90 = 0, max = 0;
+  bool operator==(const ErrorBand&) const = default;
+};
+/// Both size bands of a class.
+struct ClassErrorBands {
+  ErrorBand below_1MiB, at_least_1MiB;
+  bool operator==(const ClassErrorBands&) const = default;
+};
+using ErrorBands = std::array<ClassErrorBands, kNumPredictionClasses>;
+
+/// The table generated from the corpus' leave-one-system-out run (error_bands_table.cpp).
+const ErrorBands& shipped_error_bands();
+/// What that run was: the corpus directory, its systems and rows.
+struct ErrorBandsOrigin {
+  std::string corpus;
+  int systems = 0, rows = 0;
+};
+const ErrorBandsOrigin& shipped_error_bands_origin();
+
+/// The source text of error_bands_table.cpp for `b` (values to 6 decimals of ln, as the test compares them).
+std::string error_bands_source(const ErrorBands& b, const ErrorBandsOrigin& origin);
+
+/// One line for a reader: "one host over NVLink, >= 1 MiB: off by a factor 1.11 (median), 1.20 (80 % of rows),
+/// 1.33 (90 %), 1.76 (worst) on 9 systems held out (103 rows)"; a band without rows says so.
+std::string describe_band(const ErrorBand& b, PredictionClass c, bool at_least_1MiB);
+
+/// The band as JSON fields (factors, not logs): systems, rows, median_factor, p80_factor, p90_factor, max_factor.
+Json error_band_json(const ErrorBand& b);
+
+/// What the tools say of their predictions with the presets, for the classes in `classes` (each once, in order
+/// of first appearance) and the size bands asked for: describe_band lines under a heading naming the basis, and
+/// the same as JSON {"basis": ..., "classes": {"rdma": {"below_1MiB": {...}, "at_least_1MiB": {...}}, ...}}.
+std::vector<std::string> expected_error_lines(const std::vector<PredictionClass>& classes, bool below_1MiB, bool at_least_1MiB);
+Json expected_error_json(const std::vector<PredictionClass>& classes, bool below_1MiB, bool at_least_1MiB);
+
+}  // namespace lgreco::net
