@@ -671,6 +671,11 @@ CASES += [
     C("whatif-nodes-zero", ["whatif", "--tables", TABLES, "--nodes", "0"], ["--nodes", "0"], 2, make=copy_of("tables.json")),
     C("net-predict-sizes-reversed", ["net", "predict", "--topology", TOPO, "--sizes", "1G:1K"], ["--sizes", "1G:1K"], 2),
     C("net-topology-ranks-zero", ["net", "topology", TOPO, "--ranks", "0"], ["--ranks", "0"], 2),
+    # The error-bands source is refused before the held-out fits: an existing file stays, a missing folder is named.
+    C("error-bands-out-exists", ["net", "validate", str(B.REPO / "tests" / "data" / "network"), "--holdout",
+                                 "--write-error-bands", "{d}/bands.cpp"], ["bands.cpp", "exists", "--force"], out="bands.cpp"),
+    C("error-bands-folder-missing", ["net", "validate", str(B.REPO / "tests" / "data" / "network"), "--holdout",
+                                     "--write-error-bands", "{d}/no/such/bands.cpp"], ["no/such", "does not exist"]),
     C("trace-synth-unknown-model", ["trace", "synth", "--model", "resnet19", "--steps", "1", "-o", "{d}/t.h5"], ["resnet19"], 2),
     C("trace-synth-dtype", ["trace", "synth", "--model", "resnet18", "--steps", "1", "--dtype", "float8", "-o", "{d}/t.h5"],
       ["--dtype", "float8"], 2),
