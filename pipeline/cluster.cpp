@@ -46,7 +46,8 @@ Cluster make_cluster(const std::string& topology, std::optional<int> nodes, std:
                                         : net::default_params(base, ranks);
   params.nccl_env = nccl_env;
   net::CollectiveModel model(base, ranks, params);
-  if (!network_fit) c.network_class = net::prediction_class(base, model.embedding());
+  // One rank communicates nothing: no network time to qualify.
+  if (!network_fit && ranks > 1) c.network_class = net::prediction_class(base, model.embedding());
   c.cost = std::make_shared<net::NetworkCost>(std::move(model));
   c.description = Json{{"name", name},       {"nodes", c.nodes}, {"gpu", base.gpu.name}, {"gpus_per_node", c.gpus_per_node},
                        {"ranks", ranks}, {"inter_node_bandwidth_Gbps", units::Bps_to_gbps(c.inter_node_Bps)},

@@ -159,7 +159,7 @@ int run_predict(const std::vector<std::string>& args) {
   // With the presets, the error their held-out run showed for this class of system at these sizes; a calibration
   // is the user's own fit and carries its own held-out check (net calibrate).
   std::vector<net::PredictionClass> classes;
-  if (fit.empty()) classes.push_back(net::prediction_class(topo, m.embedding()));
+  if (fit.empty() && m.ranks() > 1) classes.push_back(net::prediction_class(topo, m.embedding()));
   const bool small = std::any_of(sizes.begin(), sizes.end(), [](double s) { return s < net::kMiB; });
   const bool large = std::any_of(sizes.begin(), sizes.end(), [](double s) { return s >= net::kMiB; });
   Json rows = Json::array();

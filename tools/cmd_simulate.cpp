@@ -116,7 +116,7 @@ int run_simulate(const std::vector<std::string>& args) {
   const sim::StepModel model = planner::step_model_of(w, opt.forward_s, opt.optimizer_s);
   // With the presets, how far off to expect the network times (every size band: buckets of every size).
   std::vector<net::PredictionClass> classes;
-  if (fit.empty()) classes.push_back(net::prediction_class(t, cost.model().embedding()));
+  if (fit.empty() && cost.model().ranks() > 1) classes.push_back(net::prediction_class(t, cost.model().embedding()));
   if (fmt == Format::kJson) {
     Json gantt = Json::array();
     for (const auto& b : r.buckets) {

@@ -44,6 +44,9 @@ def test_predict_says_how_far_off_to_expect_the_presets(lgreco):
     pcie = json.loads(lgreco("net", "predict", "--topology", "pcie-8x-rtx3090", "--sizes", "1G", "--format", "json",
                              check=True).stdout)["expected_error"]["classes"]
     assert list(pcie) == ["one-host-pcie"] and pcie["one-host-pcie"]["at_least_1MiB"]["median_factor"] > 2
+    # One rank sends nothing over any network: no band is claimed.
+    one = lgreco("net", "predict", "--topology", "dgx-a100", "--ranks", "1", "--sizes", "1M", "--format", "json", check=True)
+    assert json.loads(one.stdout)["expected_error"] is None
 
 
 def test_calibrate_then_predict(lgreco, shared_dir, tmp_path):
