@@ -162,21 +162,21 @@ ErrorBands error_bands(const std::vector<SystemValidation>& validated) {
     std::vector<double> abs_log;
     std::set<std::string> systems;
   };
-  std::array<std::array<Acc, 2>, kNumPredictionClasses> acc;
+  std::array<std::array<Acc, kNumSizeBands>, kNumPredictionClasses> acc;
   for (const auto& v : validated) {
     for (const auto& [f, p] : v.points) {
       const auto e = f->embeddings.find(p.row.ranks);
       if (e == f->embeddings.end()) throw Error("error bands: " + f->file.origin + " has no embedding for " + std::to_string(p.row.ranks) + " ranks");
-      Acc& a = acc[static_cast<int>(prediction_class(f->topology, e->second))][p.row.size_bytes >= kMiB ? 1 : 0];
+      Acc& a = acc[static_cast<int>(prediction_class(f->topology, e->second))][static_cast<int>(size_band(p.row.size_bytes))];
       a.abs_log.push_back(std::abs(std::log(p.predicted_s / p.row.time_s)));
       a.systems.insert(v.system);
     }
   }
   ErrorBands bands;
   for (int c = 0; c < kNumPredictionClasses; ++c) {
-    for (int large = 0; large < 2; ++large) {
-      Acc& a = acc[c][large];
-      ErrorBand& b = large ? bands[c].at_least_1MiB : bands[c].below_1MiB;
+    for (int k = 0; k < kNumSizeBands; ++k) {
+      Acc& a = acc[c][k];
+      ErrorBand& b = bands[c][k];
       std::sort(a.abs_log.begin(), a.abs_log.end());
       const std::size_t n = a.abs_log.size();
       if (n == 0) continue;

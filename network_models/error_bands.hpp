@@ -5,7 +5,8 @@
 /// of it; the tools print it next to the predictions they make with the presets.
 ///
 /// Class of a prediction: on one host, the intra-host path its ring takes (NVLink or PCIe, Embedding's
-/// intra_class); across hosts, the network transport. Size bands: < 1 MiB and ≥ 1 MiB (issue 13's bars).
+/// intra_class); across hosts, the network transport. Size bands: < 1 MiB (issue 13's small-message bar),
+/// 1-64 MiB (where the protocols and algorithms switch; DDP's 25 MiB buckets) and ≥ 64 MiB (bandwidth-bound).
 /// Each band gives quantiles of |ln(predicted / measured)| over the held-out rows of its class: the value
 /// below which floor(q·n) of the n rows lie (q = 0.5: the upper median, as corpus_totals), printed as a
 /// factor exp(·) ("within × or ÷ 1.23").
@@ -31,18 +32,30 @@ const char* to_string(PredictionClass c);
 /// Words for a sentence ("one host over NVLink", "across hosts over RDMA verbs (InfiniBand, RoCE)", ...).
 const char* describe(PredictionClass c);
 
+enum class SizeBand { kBelow1MiB, k1To64MiB, kAtLeast64MiB };
+inline constexpr int kNumSizeBands = 3;
+/// The band of a collective of `size_bytes` (nccl-tests size).
+SizeBand size_band(double size_bytes);
+/// JSON key ("below_1MiB", "1MiB_to_64MiB", "at_least_64MiB").
+const char* to_string(SizeBand b);
+/// Words ("< 1 MiB", "1-64 MiB", ">= 64 MiB").
+const char* describe(SizeBand b);
+/// Every band, smallest first.
+std::vector<SizeBand> all_size_bands();
+
 /// Quantiles of |ln(predicted / measured)| over the held-out rows of one class and size band.
 struct ErrorBand {
   int systems = 0, rows = 0;  ///< 0 rows: the corpus has none in this band
   double median = 0, p80 = 0, p90 = 0, max = 0;
   bool operator==(const ErrorBand&) const = default;
 };
-/// Both size bands of a class.
-struct ClassErrorBands {
-  ErrorBand below_1MiB, at_least_1MiB;
-  bool operator==(const ClassErrorBands&) const = default;
-};
+/// The size bands of a class, by SizeBand.
+using ClassErrorBands = std::array<ErrorBand, kNumSizeBands>;
 using ErrorBands = std::array<ClassErrorBands, kNumPredictionClasses>;
+/// The band of class `c` and size band `s`.
+inline const ErrorBand& band_of(const ErrorBands& b, PredictionClass c, SizeBand s) {
+  return b[static_cast<int>(c)][static_cast<int>(s)];
+}
 
 /// The table generated from the corpus' leave-one-system-out run (error_bands_table.cpp).
 const ErrorBands& shipped_error_bands();
@@ -56,17 +69,17 @@ const ErrorBandsOrigin& shipped_error_bands_origin();
 /// The source text of error_bands_table.cpp for `b` (values to 6 decimals of ln, as the test compares them).
 std::string error_bands_source(const ErrorBands& b, const ErrorBandsOrigin& origin);
 
-/// One line for a reader: "one host over NVLink, >= 1 MiB: off by a factor 1.11 (median), 1.20 (80 % of rows),
-/// 1.33 (90 %), 1.76 (worst) on 9 systems held out (103 rows)"; a band without rows says so.
-std::string describe_band(const ErrorBand& b, PredictionClass c, bool at_least_1MiB);
+/// One line for a reader: "one host over NVLink, >= 64 MiB: off by a factor 1.07 (median), 1.14 (80 % of rows),
+/// 1.17 (90 %), 1.54 (worst) on 9 systems held out (73 rows)"; a band without rows says so.
+std::string describe_band(const ErrorBand& b, PredictionClass c, SizeBand s);
 
 /// The band as JSON fields (factors, not logs): systems, rows, median_factor, p80_factor, p90_factor, max_factor.
 Json error_band_json(const ErrorBand& b);
 
 /// What the tools say of their predictions with the presets, for the classes in `classes` (each once, in order
-/// of first appearance) and the size bands asked for: describe_band lines under a heading naming the basis, and
-/// the same as JSON {"basis": ..., "classes": {"rdma": {"below_1MiB": {...}, "at_least_1MiB": {...}}, ...}}.
-std::vector<std::string> expected_error_lines(const std::vector<PredictionClass>& classes, bool below_1MiB, bool at_least_1MiB);
-Json expected_error_json(const std::vector<PredictionClass>& classes, bool below_1MiB, bool at_least_1MiB);
+/// of first appearance) and the size bands in `sizes` (each once, smallest first): describe_band lines under a
+/// heading naming the basis, and the same as JSON {"basis": ..., "classes": {"rdma": {"below_1MiB": {...}, ...}}}.
+std::vector<std::string> expected_error_lines(const std::vector<PredictionClass>& classes, const std::vector<SizeBand>& sizes);
+Json expected_error_json(const std::vector<PredictionClass>& classes, const std::vector<SizeBand>& sizes);
 
 }  // namespace lgreco::net

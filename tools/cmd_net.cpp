@@ -160,8 +160,8 @@ int run_predict(const std::vector<std::string>& args) {
   // is the user's own fit and carries its own held-out check (net calibrate).
   std::vector<net::PredictionClass> classes;
   if (fit.empty() && m.ranks() > 1) classes.push_back(net::prediction_class(topo, m.embedding()));
-  const bool small = std::any_of(sizes.begin(), sizes.end(), [](double s) { return s < net::kMiB; });
-  const bool large = std::any_of(sizes.begin(), sizes.end(), [](double s) { return s >= net::kMiB; });
+  std::vector<net::SizeBand> bands;
+  for (double s : sizes) bands.push_back(net::size_band(s));
   Json rows = Json::array();
   // Every size first: a size nothing is available for (an --nccl-env that leaves none) fails before any output.
   std::vector<net::Choice> choices;
@@ -183,11 +183,11 @@ int run_predict(const std::vector<std::string>& args) {
                       {"ranks", m.ranks()}, {"hosts", m.embedding().hosts}, {"nccl_version", m.params().nccl_version},
                       {"nccl_env", m.params().nccl_env.restricted() ? Json(m.params().nccl_env.text) : Json(nullptr)}};
     std::cout << Json{{"schema_version", 1}, {"kind", "lgreco-net-predict"}, {"rows", rows}, {"config", config},
-                      {"expected_error", classes.empty() ? Json(nullptr) : net::expected_error_json(classes, small, large)},
+                      {"expected_error", classes.empty() ? Json(nullptr) : net::expected_error_json(classes, bands)},
                       {"provenance", provenance_json(inputs)}}.dump(2)
               << "\n";
   } else {
-    for (const auto& line : net::expected_error_lines(classes, small, large)) std::printf("%s\n", line.c_str());
+    for (const auto& line : net::expected_error_lines(classes, bands)) std::printf("%s\n", line.c_str());
   }
   return 0;
 }
@@ -353,12 +353,13 @@ int validate_corpus_dir(const std::string& dir, bool holdout, bool refit, bool e
     if (fmt != Format::kJson) std::printf("\nerror bands: |ln(pred/meas)| held out, per prediction class and size band, as factors\n");
     for (int c = 0; c < net::kNumPredictionClasses; ++c) {
       const auto pc = static_cast<net::PredictionClass>(c);
-      bands_json[net::to_string(pc)] = {{"below_1MiB", net::error_band_json(bands[c].below_1MiB)},
-                                        {"at_least_1MiB", net::error_band_json(bands[c].at_least_1MiB)}};
-      if (fmt != Format::kJson) {
-        std::printf("  %s\n  %s\n", net::describe_band(bands[c].below_1MiB, pc, false).c_str(),
-                    net::describe_band(bands[c].at_least_1MiB, pc, true).c_str());
+      Json by_size = Json::object();
+      for (auto sb : net::all_size_bands()) {
+        const auto& band = net::band_of(bands, pc, sb);
+        by_size[net::to_string(sb)] = net::error_band_json(band);
+        if (fmt != Format::kJson) std::printf("  %s\n", net::describe_band(band, pc, sb).c_str());
       }
+      bands_json[net::to_string(pc)] = by_size;
     }
     if (bands_file) {
       std::string corpus = std::filesystem::path(dir).lexically_normal().generic_string();

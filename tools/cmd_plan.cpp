@@ -141,12 +141,12 @@ void refuse_overwriting_inputs(const std::string& out, const std::vector<std::fi
 // buckets of every size); nothing with a calibration or the plain ring model.
 Json expected_error(const std::optional<pipeline::Cluster>& cluster) {
   if (!cluster || !cluster->network_class) return nullptr;
-  return net::expected_error_json({*cluster->network_class}, true, true);
+  return net::expected_error_json({*cluster->network_class}, net::all_size_bands());
 }
 
 void print_expected_error(const std::optional<pipeline::Cluster>& cluster) {
   if (!cluster || !cluster->network_class) return;
-  for (const auto& line : net::expected_error_lines({*cluster->network_class}, true, true)) std::cout << line << "\n";
+  for (const auto& line : net::expected_error_lines({*cluster->network_class}, net::all_size_bands())) std::cout << line << "\n";
 }
 
 // `lgreco plan --trace ...`: the closed loop from a trace to a phased schedule.

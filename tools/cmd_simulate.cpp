@@ -138,7 +138,7 @@ int run_simulate(const std::vector<std::string>& args) {
                       {"exposed_comm_s", r.exposed_comm_s}, {"bytes_per_step", bytes}, {"uncompressed_step_s", u.step_s},
                       {"uncompressed_exposed_comm_s", u.exposed_comm_s}, {"uncompressed_bytes_per_step", ubytes},
                       {"speedup", u.step_s / r.step_s}, {"buckets", gantt},
-                      {"expected_network_error", classes.empty() ? Json(nullptr) : net::expected_error_json(classes, true, true)},
+                      {"expected_network_error", classes.empty() ? Json(nullptr) : net::expected_error_json(classes, net::all_size_bands())},
                       {"config", config}, {"provenance", provenance_json(inputs)}}
                      .dump(2)
               << "\n";
@@ -151,7 +151,7 @@ int run_simulate(const std::vector<std::string>& args) {
     std::printf("%6d %7zu %10.3f %10.3f %10.3f %10.3f\n", b.bucket, model.buckets[b.bucket].size(), b.ready_s * 1e3, b.start_s * 1e3,
                 b.end_s * 1e3, b.comm_s * 1e3);
   }
-  for (const auto& line : net::expected_error_lines(classes, true, true)) std::printf("%s\n", line.c_str());
+  for (const auto& line : net::expected_error_lines(classes, net::all_size_bands())) std::printf("%s\n", line.c_str());
   return 0;
 }
 

@@ -178,7 +178,7 @@ int run_whatif(const std::vector<std::string>& args) {
                  {"engine", planner::engine_name(o.plan.engine)},
                  {"cluster", base.name},
                  {"points", points},
-                 {"expected_network_error", classes.empty() ? Json(nullptr) : net::expected_error_json(classes, true, true)},
+                 {"expected_network_error", classes.empty() ? Json(nullptr) : net::expected_error_json(classes, net::all_size_bands())},
                  {"config", config},
                  {"provenance", r.provenance}};
   if (!plot.empty()) {
@@ -212,7 +212,7 @@ int run_whatif(const std::vector<std::string>& args) {
                   units::format_seconds(pt["adaptive_step_s"].get<double>()).c_str(), pt["uniform_speedup"].get<double>(),
                   pt["adaptive_speedup"].get<double>(), pt["adaptive_vs_uniform"].get<double>());
     }
-    for (const auto& line : net::expected_error_lines(classes, true, true)) std::printf("%s\n", line.c_str());
+    for (const auto& line : net::expected_error_lines(classes, net::all_size_bands())) std::printf("%s\n", line.c_str());
     if (!plot.empty()) std::printf("plot written to %s\n", plot.c_str());
   }
   return 0;

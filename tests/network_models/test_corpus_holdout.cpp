@@ -248,9 +248,10 @@ TEST_CASE("leave-one-system-out: every system within the bars or listed with its
   INFO("regenerate with: lgreco net validate tests/data/network --holdout --write-error-bands network_models/error_bands_table.cpp --force");
   const ErrorBands bands = error_bands(held);
   for (int c = 0; c < kNumPredictionClasses; ++c) {
-    for (const auto& [now, shipped] : {std::pair{bands[c].below_1MiB, shipped_error_bands()[c].below_1MiB},
-                                       std::pair{bands[c].at_least_1MiB, shipped_error_bands()[c].at_least_1MiB}}) {
-      CAPTURE(to_string(static_cast<PredictionClass>(c)), now.rows);
+    for (int k = 0; k < kNumSizeBands; ++k) {
+      const ErrorBand& now = bands[c][k];
+      const ErrorBand& shipped = shipped_error_bands()[c][k];
+      CAPTURE(to_string(static_cast<PredictionClass>(c)), to_string(static_cast<SizeBand>(k)), now.rows);
       CHECK(now.systems == shipped.systems);
       CHECK(now.rows == shipped.rows);
       CHECK(now.median == Approx(shipped.median).margin(1e-6));
@@ -266,11 +267,11 @@ TEST_CASE("leave-one-system-out: every system within the bars or listed with its
 TEST_CASE("error bands: order statistics of |ln(pred/meas)| per prediction class and size band", "[corpus]") {
   const auto files = corpus();
   auto validated = validate_corpus(files, false);
-  // Known errors: one system's rows at >= 1 MiB predicted exp(k/100) times their measurement, k = 1..n.
+  // Known errors: one system's rows at >= 64 MiB predicted exp(k/100) times their measurement, k = 1..n.
   auto& v = *std::find_if(validated.begin(), validated.end(), [](const SystemValidation& s) { return s.system == "h100-node005"; });
   std::vector<double> logs;
   for (auto& [f, p] : v.points) {
-    REQUIRE(p.row.size_bytes >= net::kMiB);
+    REQUIRE(size_band(p.row.size_bytes) == SizeBand::kAtLeast64MiB);
     logs.push_back(static_cast<double>(logs.size() + 1) / 100);
     p.predicted_s = p.row.time_s * std::exp(logs.back() * (logs.size() % 2 ? 1 : -1));  // too slow and too fast alike
   }
@@ -283,14 +284,15 @@ TEST_CASE("error bands: order statistics of |ln(pred/meas)| per prediction class
            });
   });
   const ErrorBands b = error_bands(validated);
-  const ErrorBand& e = b[static_cast<int>(PredictionClass::kOneHostNvlink)].at_least_1MiB;
+  const ErrorBand& e = band_of(b, PredictionClass::kOneHostNvlink, SizeBand::kAtLeast64MiB);
   CHECK(e.systems == 1);
   CHECK(e.rows == n);
   CHECK(e.median == Approx(logs[n / 2]));
   CHECK(e.p80 == Approx(logs[static_cast<std::size_t>(std::floor(0.8 * n))]));
   CHECK(e.p90 == Approx(logs[std::min<std::size_t>(n - 1, static_cast<std::size_t>(std::floor(0.9 * n)))]));
   CHECK(e.max == Approx(logs.back()));
-  CHECK(b[static_cast<int>(PredictionClass::kOneHostNvlink)].below_1MiB.rows == 0);
+  CHECK(band_of(b, PredictionClass::kOneHostNvlink, SizeBand::kBelow1MiB).rows == 0);
+  CHECK(band_of(b, PredictionClass::kOneHostNvlink, SizeBand::k1To64MiB).rows == 0);
   // Every row counted once, in the class of its file's topology at its rank count.
   int rows = 0, multi_host_rdma = 0;
   for (const auto& s : validated)
@@ -298,13 +300,18 @@ TEST_CASE("error bands: order statistics of |ln(pred/meas)| per prediction class
       ++rows;
       if (p.hosts > 1 && f->topology.transport == Transport::kRdma) ++multi_host_rdma;
     }
-  int counted = 0;
-  for (const auto& cb : b) counted += cb.below_1MiB.rows + cb.at_least_1MiB.rows;
-  CHECK(counted == rows);
-  const auto& rdma = b[static_cast<int>(PredictionClass::kRdma)];
-  CHECK(rdma.below_1MiB.rows + rdma.at_least_1MiB.rows == multi_host_rdma);
+  int counted = 0, rdma = 0;
   for (const auto& cb : b)
-    for (const auto& band : {cb.below_1MiB, cb.at_least_1MiB}) {
+    for (const auto& band : cb) counted += band.rows;
+  for (const auto& band : b[static_cast<int>(PredictionClass::kRdma)]) rdma += band.rows;
+  CHECK(counted == rows);
+  CHECK(rdma == multi_host_rdma);
+  CHECK(size_band(net::kMiB - 1) == SizeBand::kBelow1MiB);
+  CHECK(size_band(net::kMiB) == SizeBand::k1To64MiB);
+  CHECK(size_band(64 * net::kMiB - 1) == SizeBand::k1To64MiB);
+  CHECK(size_band(64 * net::kMiB) == SizeBand::kAtLeast64MiB);
+  for (const auto& cb : b)
+    for (const auto& band : cb) {
       if (band.rows == 0) continue;
       CHECK(band.median <= band.p80);
       CHECK(band.p80 <= band.p90);
@@ -321,17 +328,20 @@ TEST_CASE("the shipped error bands add up to the corpus and are the docs' table"
   CHECK(origin.systems == t.systems);
   CHECK(origin.rows == t.rows);
   int rows = 0;
-  for (const auto& cb : bands) rows += cb.below_1MiB.rows + cb.at_least_1MiB.rows;
+  for (const auto& cb : bands)
+    for (const auto& band : cb) rows += band.rows;
   CHECK(rows == origin.rows);
   // The file is the generator's output, not edited by hand.
   CHECK(read_text(testing::source_dir() / "network_models" / "error_bands_table.cpp") == error_bands_source(bands, origin));
 
   const std::string docs = read_text(testing::source_dir() / "docs" / "network-model.md");
   const auto table = docs_table(docs, "| class and size | systems | rows | median | 80 % of rows | 90 % of rows | worst |");
-  CHECK(table.size() == 2 * kNumPredictionClasses);
+  CHECK(table.size() == kNumSizeBands * kNumPredictionClasses);
   for (int c = 0; c < kNumPredictionClasses; ++c) {
     const auto pc = static_cast<PredictionClass>(c);
-    for (const auto& [band, size] : {std::pair{bands[c].below_1MiB, "< 1 MiB"}, std::pair{bands[c].at_least_1MiB, "≥ 1 MiB"}}) {
+    for (auto sb : all_size_bands()) {
+      const ErrorBand& band = band_of(bands, pc, sb);
+      const char* size = sb == SizeBand::kBelow1MiB ? "< 1 MiB" : sb == SizeBand::k1To64MiB ? "1-64 MiB" : "≥ 64 MiB";
       const std::string key = std::string(describe(pc)) + ", " + size;
       CAPTURE(key);
       const auto row = table.find(key);

@@ -55,15 +55,15 @@ def test_json_grid_and_properties(trace, lgreco):
     assert "leave-one-system-out" in err["basis"]
     assert set(err["classes"]) == {"one-host-nvlink", "rdma"}
     for cls, bands in err["classes"].items():
-        assert set(bands) == {"below_1MiB", "at_least_1MiB"}
+        assert set(bands) == {"below_1MiB", "1MiB_to_64MiB", "at_least_64MiB"}
         for b in bands.values():
             assert b["rows"] > 0 and 1 <= b["median_factor"] <= b["p80_factor"] <= b["p90_factor"] <= b["max_factor"]
-    pred = json.loads(lgreco("net", "predict", "--topology", "2x8xA100-1x25G", "--sizes", "64K,64M", "--format", "json",
+    pred = json.loads(lgreco("net", "predict", "--topology", "2x8xA100-1x25G", "--sizes", "64K,8M,64M", "--format", "json",
                              check=True).stdout)
     assert pred["expected_error"]["classes"]["rdma"] == err["classes"]["rdma"]
     text = lgreco("whatif", "--trace", trace, "--bandwidth", "10Gbps", "--nodes", "1,2", check=True).stdout
     assert "how far off to expect the network times in these predictions" in text
-    assert text.count("one host over NVLink, ") == 2 and text.count("across hosts over RDMA verbs") == 2
+    assert text.count("one host over NVLink, ") == 3 and text.count("across hosts over RDMA verbs") == 3
 
 
 def test_csv_and_plot(trace, lgreco, tmp_path):

@@ -375,14 +375,16 @@ def test_write_error_bands_from_a_holdout(tmp_path, lgreco):
                             check=True).stdout)
     bands = doc["error_bands"]
     assert set(bands) == {"one-host-nvlink", "one-host-pcie", "rdma", "efa", "tcpx", "tcpxo", "socket"}
+    assert all(set(b) == {"below_1MiB", "1MiB_to_64MiB", "at_least_64MiB"} for b in bands.values())
     assert sum(b[k]["rows"] for b in bands.values() for k in b) == doc["totals"]["rows"]
-    assert bands["efa"]["at_least_1MiB"]["systems"] == 1 and bands["socket"]["below_1MiB"] == {"systems": 0, "rows": 0}
+    assert bands["efa"]["at_least_64MiB"]["systems"] == 1 and bands["socket"]["below_1MiB"] == {"systems": 0, "rows": 0}
     src = out.read_text()
     assert "const ErrorBands& shipped_error_bands()" in src and "--write-error-bands" in src
     assert f'o{{"{small.as_posix()}", 3, {doc["totals"]["rows"]}}}' in src
     # Each band's line: {systems, rows, median, p80, p90, max} of |ln|, below 1 MiB then at least 1 MiB.
     efa_line = next(l for l in src.splitlines() if l.endswith("// efa"))
-    large = bands["efa"]["at_least_1MiB"]
+    large = bands["efa"]["at_least_64MiB"]
+    assert efa_line.strip().startswith("{{{0, 0, 0.000000, 0.000000, 0.000000, 0.000000}")  # no EFA row below 1 MiB here
     assert f"{{1, {large['rows']}, {math.log(large['median_factor']):.6f}," in efa_line
     again = lgreco("net", "validate", small, "--holdout", "--write-error-bands", out)
     assert again.returncode == 1 and "exists" in again.stderr and out.read_text() == src
