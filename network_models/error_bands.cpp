@@ -156,14 +156,15 @@ std::vector<std::string> expected_error_lines(const std::vector<PredictionClass>
   return lines;
 }
 
+Json class_bands_json(const ErrorBands& b, PredictionClass c, const std::vector<SizeBand>& sizes) {
+  Json j = Json::object();
+  for (auto s : sizes) j[to_string(s)] = error_band_json(band_of(b, c, s));
+  return j;
+}
+
 Json expected_error_json(const std::vector<PredictionClass>& classes, const std::vector<SizeBand>& sizes) {
   Json by_class = Json::object();
-  const auto bs = distinct(sizes);
-  for (auto c : distinct(classes)) {
-    Json j = Json::object();
-    for (auto s : bs) j[to_string(s)] = error_band_json(band_of(shipped_error_bands(), c, s));
-    by_class[to_string(c)] = j;
-  }
+  for (auto c : distinct(classes)) by_class[to_string(c)] = class_bands_json(shipped_error_bands(), c, distinct(sizes));
   return Json{{"basis", basis()}, {"classes", by_class}};
 }
 

@@ -76,6 +76,9 @@ std::string describe_band(const ErrorBand& b, PredictionClass c, SizeBand s);
 /// The band as JSON fields (factors, not logs): systems, rows, median_factor, p80_factor, p90_factor, max_factor.
 Json error_band_json(const ErrorBand& b);
 
+/// The bands of class `c` in `b` for the size bands in `sizes`, keyed by to_string(SizeBand).
+Json class_bands_json(const ErrorBands& b, PredictionClass c, const std::vector<SizeBand>& sizes);
+
 /// What the tools say of their predictions with the presets, for the classes in `classes` (each once, in order
 /// of first appearance) and the size bands in `sizes` (each once, smallest first): describe_band lines under a
 /// heading naming the basis, and the same as JSON {"basis": ..., "classes": {"rdma": {"below_1MiB": {...}, ...}}}.

@@ -353,13 +353,9 @@ int validate_corpus_dir(const std::string& dir, bool holdout, bool refit, bool e
     if (fmt != Format::kJson) std::printf("\nerror bands: |ln(pred/meas)| held out, per prediction class and size band, as factors\n");
     for (int c = 0; c < net::kNumPredictionClasses; ++c) {
       const auto pc = static_cast<net::PredictionClass>(c);
-      Json by_size = Json::object();
-      for (auto sb : net::all_size_bands()) {
-        const auto& band = net::band_of(bands, pc, sb);
-        by_size[net::to_string(sb)] = net::error_band_json(band);
-        if (fmt != Format::kJson) std::printf("  %s\n", net::describe_band(band, pc, sb).c_str());
-      }
-      bands_json[net::to_string(pc)] = by_size;
+      bands_json[net::to_string(pc)] = net::class_bands_json(bands, pc, net::all_size_bands());
+      if (fmt != Format::kJson)
+        for (auto sb : net::all_size_bands()) std::printf("  %s\n", net::describe_band(net::band_of(bands, pc, sb), pc, sb).c_str());
     }
     if (bands_file) {
       std::string corpus = std::filesystem::path(dir).lexically_normal().generic_string();
