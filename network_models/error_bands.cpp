@@ -156,6 +156,16 @@ std::vector<std::string> expected_error_lines(const std::vector<PredictionClass>
   return lines;
 }
 
+BandScaledCost::BandScaledCost(const CollectiveCost& base, PredictionClass c, int ranks, int direction, const ErrorBands& bands)
+    : base_(base), bands_(bands), class_(c), ranks_(ranks), direction_(direction >= 0 ? 1 : -1) {}
+
+double BandScaledCost::time_s(Collective c, double bytes_per_rank) const {
+  const double t = base_.time_s(c, bytes_per_rank);
+  const double size = c == Collective::kAllgather ? bytes_per_rank * ranks_ : bytes_per_rank;
+  const ErrorBand& b = band_of(bands_, class_, size_band(size));
+  return b.rows == 0 ? t : t * std::exp(direction_ * b.p80);
+}
+
 Json class_bands_json(const ErrorBands& b, PredictionClass c, const std::vector<SizeBand>& sizes) {
   Json j = Json::object();
   for (auto s : sizes) j[to_string(s)] = error_band_json(band_of(b, c, s));

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "network_models/cost.hpp"
 #include "network_models/topology.hpp"
 
 namespace lgreco::net {
@@ -78,6 +79,24 @@ Json error_band_json(const ErrorBand& b);
 
 /// The bands of class `c` in `b` for the size bands in `sizes`, keyed by to_string(SizeBand).
 Json class_bands_json(const ErrorBands& b, PredictionClass c, const std::vector<SizeBand>& sizes);
+
+/// The network as it would be if the presets were off the way the `p80` of the held-out rows were: every
+/// collective of `base` takes its time times (direction +1: slower) or divided by (−1: faster) the 80 % factor of
+/// its class and size band (nccl-tests size: the buffer for allreduce, reduce-scatter and broadcast, every
+/// rank's payload together for allgather). All collectives move together because a system's errors do: a
+/// cluster the model gets too fast at one size it mostly gets too fast at the others. A band without rows
+/// leaves the time as it is.
+class BandScaledCost : public CollectiveCost {
+ public:
+  BandScaledCost(const CollectiveCost& base, PredictionClass c, int ranks, int direction, const ErrorBands& bands = shipped_error_bands());
+  double time_s(Collective c, double bytes_per_rank) const override;
+
+ private:
+  const CollectiveCost& base_;
+  const ErrorBands& bands_;
+  PredictionClass class_;
+  int ranks_, direction_;
+};
 
 /// What the tools say of their predictions with the presets, for the classes in `classes` (each once, in order
 /// of first appearance) and the size bands in `sizes` (each once, smallest first): describe_band lines under a

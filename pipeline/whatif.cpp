@@ -1,5 +1,7 @@
 #include "pipeline/whatif.hpp"
 
+#include <algorithm>
+
 #include "core/cancel.hpp"
 #include "core/units.hpp"
 
@@ -42,6 +44,21 @@ std::vector<WhatIfPoint> whatif(const planner::Window& w, const planner::WindowP
       pt.adaptive_bytes = sum_bytes(p.chosen);
       pt.compute_s = r.compute_s;
       pt.network_class = c.network_class;
+      if (c.network_class) {
+        // The speedups if the network times were off as most held-out rows of this class were, both ways.
+        std::pair<double, double> uni{pt.uncompressed_step_s / pt.uniform_step_s, 0}, ada{pt.uncompressed_step_s / pt.adaptive_step_s, 0};
+        uni.second = uni.first, ada.second = ada.first;
+        for (int direction : {-1, 1}) {
+          const net::BandScaledCost scaled(*c.cost, *c.network_class, c.ranks(), direction);
+          const double raw_s = planner::predict_step(w, raw, o, scaled).step_s;
+          const double u_s = raw_s / planner::predict_step(w, uniform, o, scaled).step_s;
+          const double a_s = raw_s / planner::predict_step(w, p.chosen, o, scaled).step_s;
+          uni = {std::min(uni.first, u_s), std::max(uni.second, u_s)};
+          ada = {std::min(ada.first, a_s), std::max(ada.second, a_s)};
+        }
+        pt.uniform_speedup_p80 = uni;
+        pt.adaptive_speedup_p80 = ada;
+      }
       out.push_back(pt);
     }
   }
@@ -65,7 +82,9 @@ Json point_json(const WhatIfPoint& p) {
               {"uniform_bytes_per_step", p.uniform_bytes},
               {"adaptive_bytes_per_step", p.adaptive_bytes},
               {"compute_s", p.compute_s},
-              {"network_class", p.network_class ? Json(net::to_string(*p.network_class)) : Json(nullptr)}};
+              {"network_class", p.network_class ? Json(net::to_string(*p.network_class)) : Json(nullptr)},
+              {"uniform_speedup_range_p80", p.uniform_speedup_p80 ? Json{p.uniform_speedup_p80->first, p.uniform_speedup_p80->second} : Json(nullptr)},
+              {"adaptive_speedup_range_p80", p.adaptive_speedup_p80 ? Json{p.adaptive_speedup_p80->first, p.adaptive_speedup_p80->second} : Json(nullptr)}};
 }
 
 }  // namespace lgreco::pipeline

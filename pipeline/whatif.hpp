@@ -5,6 +5,7 @@
 /// re-plan per point; the others keep the plan they were given.
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/json_util.hpp"
@@ -34,6 +35,10 @@ struct WhatIfPoint {
   double uncompressed_bytes = 0, uniform_bytes = 0, adaptive_bytes = 0;
   double compute_s = 0;
   std::optional<net::PredictionClass> network_class;  ///< Cluster::network_class of the point
+  /// With the presets: the lowest and highest speedup over uncompressed among the nominal network times and the
+  /// same times slower and faster by the 80 % factor of the held-out rows of the point's class
+  /// (net::BandScaledCost; the plan is the one made with the nominal times).
+  std::optional<std::pair<double, double>> uniform_speedup_p80, adaptive_speedup_p80;
 };
 
 /// Predicts every point for window `w` and the plan made from it; `opt` are the plan options the

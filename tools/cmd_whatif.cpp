@@ -203,15 +203,24 @@ int run_whatif(const std::vector<std::string>& args) {
   } else {
     std::printf("%s, family %s, engine %s, base cluster %s%s\n", r.model.c_str(), sim::to_string(o.family).c_str(),
                 planner::engine_name(o.plan.engine).c_str(), base.name.c_str(), time_aware ? " (re-planned per point)" : "");
-    std::printf("%6s %6s %10s | %11s %11s %11s | %9s %9s %9s\n", "nodes", "ranks", "Gb/s", "uncompr.", "uniform", "adaptive",
-                "uniform", "adaptive", "ada/uni");
+    std::printf("%6s %6s %10s | %11s %11s %11s | %9s %9s %9s | %13s\n", "nodes", "ranks", "Gb/s", "uncompr.", "uniform", "adaptive",
+                "uniform", "adaptive", "ada/uni", "adaptive p80");
     for (const auto& pt : points) {
-      std::printf("%6d %6d %10.3g | %11s %11s %11s | %8.2fx %8.2fx %8.2fx\n", pt["nodes"].get<int>(), pt["ranks"].get<int>(),
+      std::string range = "-";
+      if (const auto& r = pt["adaptive_speedup_range_p80"]; r.is_array()) {
+        char b[32];
+        std::snprintf(b, sizeof b, "%.2f-%.2fx", r[0].get<double>(), r[1].get<double>());
+        range = b;
+      }
+      std::printf("%6d %6d %10.3g | %11s %11s %11s | %8.2fx %8.2fx %8.2fx | %13s\n", pt["nodes"].get<int>(), pt["ranks"].get<int>(),
                   pt["bandwidth_Gbps"].get<double>(), units::format_seconds(pt["uncompressed_step_s"].get<double>()).c_str(),
                   units::format_seconds(pt["uniform_step_s"].get<double>()).c_str(),
                   units::format_seconds(pt["adaptive_step_s"].get<double>()).c_str(), pt["uniform_speedup"].get<double>(),
-                  pt["adaptive_speedup"].get<double>(), pt["adaptive_vs_uniform"].get<double>());
+                  pt["adaptive_speedup"].get<double>(), pt["adaptive_vs_uniform"].get<double>(), range.c_str());
     }
+    if (!classes.empty())
+      std::printf("adaptive p80: the adaptive speedup with the network times slower or faster by the factor within which 80 %% "
+                  "of their class's held-out rows lie (below)\n");
     for (const auto& line : net::expected_error_lines(classes, net::all_size_bands())) std::printf("%s\n", line.c_str());
     if (!plot.empty()) std::printf("plot written to %s\n", plot.c_str());
   }

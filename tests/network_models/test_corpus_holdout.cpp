@@ -541,3 +541,23 @@ TEST_CASE("prediction class: the intra-host path on one host, the transport acro
     CHECK(std::string(describe(pc)) != "?");
   }
 }
+
+TEST_CASE("band-scaled cost: every collective slower or faster by its class's and size band's 80 % factor", "[corpus]") {
+  const RingCost ring(10e-6, 12.5e9, 16);
+  ErrorBands bands{};
+  bands[static_cast<int>(PredictionClass::kRdma)][static_cast<int>(SizeBand::kBelow1MiB)] = {2, 10, 0.1, 0.2, 0.3, 0.4};
+  bands[static_cast<int>(PredictionClass::kRdma)][static_cast<int>(SizeBand::k1To64MiB)] = {2, 10, 0.1, 0.5, 0.6, 0.7};
+  // No rows at >= 64 MiB: the time stays.
+  const BandScaledCost slow(ring, PredictionClass::kRdma, 16, +1, bands), fast(ring, PredictionClass::kRdma, 16, -1, bands);
+  CHECK(slow.time_s(Collective::kAllreduce, 4096) == Approx(ring.time_s(Collective::kAllreduce, 4096) * std::exp(0.2)));
+  CHECK(fast.time_s(Collective::kAllreduce, 4096) == Approx(ring.time_s(Collective::kAllreduce, 4096) * std::exp(-0.2)));
+  CHECK(slow.time_s(Collective::kAllreduce, 8 * net::kMiB) == Approx(ring.time_s(Collective::kAllreduce, 8 * net::kMiB) * std::exp(0.5)));
+  CHECK(slow.time_s(Collective::kAllreduce, 128 * net::kMiB) == Approx(ring.time_s(Collective::kAllreduce, 128 * net::kMiB)));
+  // An allgather's size is every rank's payload together (nccl-tests): 16 x 128 KiB = 2 MiB, the 1-64 MiB band.
+  CHECK(slow.time_s(Collective::kAllgather, 128 * 1024) == Approx(ring.time_s(Collective::kAllgather, 128 * 1024) * std::exp(0.5)));
+  CHECK(slow.time_s(Collective::kAllreduce, 0) == 0);
+  // With the shipped bands: the factor the tools print as "80 % of rows".
+  const BandScaledCost shipped(ring, PredictionClass::kEfa, 16, +1);
+  CHECK(shipped.time_s(Collective::kAllreduce, 1024) ==
+        Approx(ring.time_s(Collective::kAllreduce, 1024) * std::exp(band_of(shipped_error_bands(), PredictionClass::kEfa, SizeBand::kBelow1MiB).p80)));
+}

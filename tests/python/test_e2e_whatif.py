@@ -33,7 +33,13 @@ def test_json_grid_and_properties(trace, lgreco):
     ratios = [b / a for a, b in zip(bws, bws[1:])]
     assert all(r == pytest.approx(ratios[0]) for r in ratios)  # log-spaced
     for pt in pts:
-        assert set(pt) == set(KEYS) | {"network_class"}
+        assert set(pt) == set(KEYS) | {"network_class", "uniform_speedup_range_p80", "adaptive_speedup_range_p80"}
+        # The speedups if the network times were off by the 80 % band of their class, either way: around the nominal.
+        for k in ("uniform", "adaptive"):
+            lo, hi = pt[f"{k}_speedup_range_p80"]
+            assert lo <= pt[f"{k}_speedup"] * (1 + 1e-12) and pt[f"{k}_speedup"] <= hi * (1 + 1e-12)
+            if pt["nodes"] > 1:  # compression pays more on a slower network: the range is not a point
+                assert hi > lo
         assert pt["ranks"] == 8 * pt["nodes"]
         # The default base cluster is 4x8xA100-1x25G: NVLink on one node, RDMA verbs across nodes.
         assert pt["network_class"] == ("one-host-nvlink" if pt["nodes"] == 1 else "rdma")
@@ -63,6 +69,11 @@ def test_json_grid_and_properties(trace, lgreco):
     assert pred["expected_error"]["classes"]["rdma"] == err["classes"]["rdma"]
     text = lgreco("whatif", "--trace", trace, "--bandwidth", "10Gbps", "--nodes", "1,2", check=True).stdout
     assert "how far off to expect the network times in these predictions" in text
+    assert "adaptive p80" in text.splitlines()[1]
+    two = json.loads(lgreco("whatif", "--trace", trace, "--bandwidth", "10Gbps", "--nodes", "2", "--format", "json",
+                            check=True).stdout)["points"][0]
+    lo, hi = two["adaptive_speedup_range_p80"]
+    assert f"{lo:.2f}-{hi:.2f}x" in next(l for l in text.splitlines() if l.split()[:1] == ["2"])
     assert text.count("one host over NVLink, ") == 3 and text.count("across hosts over RDMA verbs") == 3
 
 
