@@ -2,7 +2,9 @@
 """Plots an `lgreco whatif --format json` result: speedup over uncompressed against bandwidth.
 
 Top panel: one line per (node count, schedule): uniform dashed, adaptive solid, same colour per node
-count. Bottom panel (when the points carry both step times): the adaptive schedule's gain over the
+count; where the points carry adaptive_speedup_range_p80 (predictions with the presets), a shaded band
+around the adaptive line: its speedup with the network times off by their class's 80 % held-out factor,
+either way (docs/network-model.md, 'Expected error of a prediction'). Bottom panel (when the points carry both step times): the adaptive schedule's gain over the
 uniform one, uniform_step_s / adaptive_step_s, per node count.
 Usage: whatif_plot.py WHATIF.json OUT.png [--title TEXT]
 Writes OUT.png atomically (temporary file + rename); exits 1 with a message on bad input.
@@ -52,6 +54,10 @@ def plot(doc, out, title=None):
         ranks = pts[0].get("ranks", "?")
         ax.plot(bw, [p["adaptive_speedup"] for p in pts], "-o", color=c, ms=3,
                 label=f"{nodes} node(s), {ranks} GPUs: adaptive")
+        ranges = [p.get("adaptive_speedup_range_p80") for p in pts]
+        if all(isinstance(r, list) and len(r) == 2 for r in ranges):
+            ax.fill_between(bw, [r[0] for r in ranges], [r[1] for r in ranges], color=c, alpha=0.15, lw=0,
+                            label="shaded: adaptive, network times off by the 80 % held-out factor" if i == 0 else None)
         ax.plot(bw, [p["uniform_speedup"] for p in pts], "--", color=c, alpha=0.7,
                 label=f"{nodes} node(s): uniform")
         if gain:
