@@ -7,6 +7,25 @@
 
 namespace lgreco::pipeline {
 
+SpeedupRanges speedup_ranges_p80(const planner::Window& w, const std::vector<planner::Candidate>& chosen, const planner::PlanOptions& opt,
+                                 const net::CollectiveCost& cost, net::PredictionClass c, int ranks) {
+  std::vector<planner::Candidate> uniform;
+  for (const auto& l : w.layers) uniform.push_back(l.candidates[l.default_index]);
+  const std::vector<planner::Candidate> raw = planner::uncompressed(w);
+  SpeedupRanges out{{units::kInf, 0}, {units::kInf, 0}};
+  auto widen = [](std::pair<double, double>& r, double v) { r = {std::min(r.first, v), std::max(r.second, v)}; };
+  auto add = [&](const net::CollectiveCost& k) {
+    const double raw_s = planner::predict_step(w, raw, opt, k).step_s;
+    widen(out.uniform, raw_s / planner::predict_step(w, uniform, opt, k).step_s);
+    widen(out.adaptive, raw_s / planner::predict_step(w, chosen, opt, k).step_s);
+  };
+  add(cost);
+  for (int direction : {-1, 1}) add(net::BandScaledCost(cost, c, ranks, direction));
+  return out;
+}
+
+Json range_json(const std::pair<double, double>& r) { return Json::array({r.first, r.second}); }
+
 std::vector<WhatIfPoint> whatif(const planner::Window& w, const planner::WindowPlan& plan, const planner::PlanOptions& opt,
                                 const WhatIfGrid& grid) {
   const bool time_aware = opt.engine == planner::Engine::kTime;
@@ -46,18 +65,9 @@ std::vector<WhatIfPoint> whatif(const planner::Window& w, const planner::WindowP
       pt.network_class = c.network_class;
       if (c.network_class) {
         // The speedups if the network times were off as most held-out rows of this class were, both ways.
-        std::pair<double, double> uni{pt.uncompressed_step_s / pt.uniform_step_s, 0}, ada{pt.uncompressed_step_s / pt.adaptive_step_s, 0};
-        uni.second = uni.first, ada.second = ada.first;
-        for (int direction : {-1, 1}) {
-          const net::BandScaledCost scaled(*c.cost, *c.network_class, c.ranks(), direction);
-          const double raw_s = planner::predict_step(w, raw, o, scaled).step_s;
-          const double u_s = raw_s / planner::predict_step(w, uniform, o, scaled).step_s;
-          const double a_s = raw_s / planner::predict_step(w, p.chosen, o, scaled).step_s;
-          uni = {std::min(uni.first, u_s), std::max(uni.second, u_s)};
-          ada = {std::min(ada.first, a_s), std::max(ada.second, a_s)};
-        }
-        pt.uniform_speedup_p80 = uni;
-        pt.adaptive_speedup_p80 = ada;
+        const SpeedupRanges sr = speedup_ranges_p80(w, p.chosen, o, *c.cost, *c.network_class, c.ranks());
+        pt.uniform_speedup_p80 = sr.uniform;
+        pt.adaptive_speedup_p80 = sr.adaptive;
       }
       out.push_back(pt);
     }
@@ -83,8 +93,8 @@ Json point_json(const WhatIfPoint& p) {
               {"adaptive_bytes_per_step", p.adaptive_bytes},
               {"compute_s", p.compute_s},
               {"network_class", p.network_class ? Json(net::to_string(*p.network_class)) : Json(nullptr)},
-              {"uniform_speedup_range_p80", p.uniform_speedup_p80 ? Json{p.uniform_speedup_p80->first, p.uniform_speedup_p80->second} : Json(nullptr)},
-              {"adaptive_speedup_range_p80", p.adaptive_speedup_p80 ? Json{p.adaptive_speedup_p80->first, p.adaptive_speedup_p80->second} : Json(nullptr)}};
+              {"uniform_speedup_range_p80", p.uniform_speedup_p80 ? range_json(*p.uniform_speedup_p80) : Json(nullptr)},
+              {"adaptive_speedup_range_p80", p.adaptive_speedup_p80 ? range_json(*p.adaptive_speedup_p80) : Json(nullptr)}};
 }
 
 }  // namespace lgreco::pipeline

@@ -41,6 +41,17 @@ struct WhatIfPoint {
   std::optional<std::pair<double, double>> uniform_speedup_p80, adaptive_speedup_p80;
 };
 
+/// The speedups over uncompressed of window `w`'s uniform setting and of `chosen` on `cost`, and on `cost` with every
+/// collective slower and faster by the 80 % held-out factor of class `c` (net::BandScaledCost, `ranks` ranks):
+/// the lowest and highest of the three for each. `opt`: the plan options with the compute model applied.
+struct SpeedupRanges {
+  std::pair<double, double> uniform, adaptive;
+};
+SpeedupRanges speedup_ranges_p80(const planner::Window& w, const std::vector<planner::Candidate>& chosen, const planner::PlanOptions& opt,
+                                 const net::CollectiveCost& cost, net::PredictionClass c, int ranks);
+/// A range as JSON [low, high].
+Json range_json(const std::pair<double, double>& r);
+
 /// Predicts every point for window `w` and the plan made from it; `opt` are the plan options the
 /// plan was made with (compute model applied). Throws Cancelled between points when interrupted.
 std::vector<WhatIfPoint> whatif(const planner::Window& w, const planner::WindowPlan& plan, const planner::PlanOptions& opt,

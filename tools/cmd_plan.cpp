@@ -13,6 +13,7 @@
 #include "kernels/method_json.hpp"
 #include "pipeline/loop.hpp"
 #include "pipeline/predict.hpp"
+#include "pipeline/whatif.hpp"
 #include "sim/replay_trace_source.hpp"
 #include "planner/plan.hpp"
 #include "planner/plan_json.hpp"
@@ -149,6 +150,14 @@ void print_expected_error(const std::optional<pipeline::Cluster>& cluster) {
   for (const auto& line : net::expected_error_lines({*cluster->network_class}, net::all_size_bands())) std::cout << line << "\n";
 }
 
+// With the presets, the last window's speedups over uncompressed if the network times were off by the 80 % held-out
+// factor of their class, either way (the same computation as each what-if point's).
+std::optional<pipeline::SpeedupRanges> speedup_ranges(const std::optional<pipeline::Cluster>& cluster, const pipeline::LoopResult& r) {
+  if (!cluster || !cluster->network_class) return std::nullopt;
+  return pipeline::speedup_ranges_p80(r.tables.windows.back(), r.plans.back().chosen, r.plan, *cluster->cost, *cluster->network_class,
+                                      cluster->ranks());
+}
+
 // `lgreco plan --trace ...`: the closed loop from a trace to a phased schedule.
 int run_trace_form(const Flags& f, LoopRequest& req, const PlanOptions& opt, Json config, double compute_scale,
                    const std::optional<pipeline::Cluster>& cluster, const std::string& tables_out, Overwrite policy) {
@@ -191,10 +200,13 @@ int run_trace_form(const Flags& f, LoopRequest& req, const PlanOptions& opt, Jso
   sched_file.commit();
   if (tables_file) tables_file->commit();
 
+  const auto ranges = speedup_ranges(cluster, r);
   if (f.format == Format::kJson) {
+    const Json ranges_json = ranges ? Json{{"uniform", pipeline::range_json(ranges->uniform)}, {"adaptive", pipeline::range_json(ranges->adaptive)}}
+                                    : Json(nullptr);
     std::cout << Json{{"schema_version", 1}, {"kind", "lgreco-plan-summary"}, {"schedule", f.out},
                       {"predicted", schedule["predicted"]}, {"config", loop},
-                      {"expected_network_error", expected_error(cluster)},
+                      {"expected_network_error", expected_error(cluster)}, {"speedup_range_p80", ranges_json},
                       {"replay", Json{{"seconds", r.replay_s}, {"grad_bytes", r.grad_bytes}}},
                       {"provenance", schedule["provenance"]}}
                      .dump(2)
@@ -204,6 +216,14 @@ int run_trace_form(const Flags& f, LoopRequest& req, const PlanOptions& opt, Jso
     if (!tables_out.empty()) std::cout << ", tables to " << tables_out;
     std::cout << " (replayed " << units::format_bytes(r.grad_bytes) << " of gradients in " << units::format_seconds(r.replay_s)
               << ")\n";
+    if (ranges) {
+      char line[256];
+      std::snprintf(line, sizeof line,
+                    "speedup over uncompressed with the network times off by their class's 80 %% held-out factor, either way: "
+                    "plan %.2f-%.2fx, uniform %.2f-%.2fx\n",
+                    ranges->adaptive.first, ranges->adaptive.second, ranges->uniform.first, ranges->uniform.second);
+      std::cout << line;
+    }
     print_expected_error(cluster);
   }
   return 0;

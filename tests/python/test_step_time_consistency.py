@@ -44,6 +44,11 @@ def test_plan_simulate_whatif_agree(lgreco, tmp_path, compute):
         assert pt["uncompressed_step_s"] == pytest.approx(planned["uncompressed_step_time_s"], rel=1e-12), source
         # ... and the same word on how far off its network times may be (the presets' held-out bands of the class).
         assert json.loads(w.stdout)["expected_network_error"] == expected, source
+        # ... and the same speedup ranges if the network times were off by the 80 % held-out factor.
+        ranges = json.loads(p.stdout)["speedup_range_p80"]
+        assert pt["adaptive_speedup_range_p80"] == pytest.approx(ranges["adaptive"], rel=1e-12), source
+        assert pt["uniform_speedup_range_p80"] == pytest.approx(ranges["uniform"], rel=1e-12), source
+        assert ranges["adaptive"][0] < planned["uncompressed_step_time_s"] / plan_step < ranges["adaptive"][1]
 
 
 def test_compute_scale_multiplies_recorded_times_and_says_so(lgreco, tmp_path):
