@@ -71,7 +71,6 @@ ErrorSummary summarize(const std::vector<ValidationPoint>& points);
 
 /// Bars of issue 13 for held-out systems: ≥ 1 MiB within 20 %, below within 40 %.
 inline constexpr double kLargeBar = 0.20, kSmallBar = 0.40;
-inline constexpr double kMiB = 1048576.0;
 
 /// The corpus fit's search: Levenberg–Marquardt from the priors' centres, then `chains` independent chains
 /// of `hops` basin hops from its end point (lm_basin_hopping, steps of hop_scale·min(σ_j, 1)), chain c drawing

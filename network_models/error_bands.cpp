@@ -2,9 +2,9 @@
 #include "network_models/error_bands.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
-
 
 namespace lgreco::net {
 
@@ -20,54 +20,39 @@ PredictionClass prediction_class(const Topology& t, const Embedding& e) {
   return PredictionClass::kRdma;
 }
 
-const char* to_string(PredictionClass c) {
-  switch (c) {
-    case PredictionClass::kOneHostNvlink: return "one-host-nvlink";
-    case PredictionClass::kOneHostPcie: return "one-host-pcie";
-    case PredictionClass::kRdma: return "rdma";
-    case PredictionClass::kEfa: return "efa";
-    case PredictionClass::kTcpx: return "tcpx";
-    case PredictionClass::kTcpxo: return "tcpxo";
-    case PredictionClass::kSocket: return "socket";
-  }
-  return "?";
-}
+namespace {
 
-const char* describe(PredictionClass c) {
-  switch (c) {
-    case PredictionClass::kOneHostNvlink: return "one host over NVLink";
-    case PredictionClass::kOneHostPcie: return "one host over PCIe";
-    case PredictionClass::kRdma: return "across hosts over RDMA verbs (InfiniBand, RoCE)";
-    case PredictionClass::kEfa: return "across hosts over AWS EFA";
-    case PredictionClass::kTcpx: return "across hosts over GCP TCPX";
-    case PredictionClass::kTcpxo: return "across hosts over GCP TCPXO";
-    case PredictionClass::kSocket: return "across hosts over TCP sockets";
-  }
-  return "?";
-}
+/// Names of each enum value, by value: the short one (JSON, the generated table) and the words of a sentence.
+struct Names {
+  const char* key;
+  const char* words;
+};
+constexpr std::array<Names, kNumPredictionClasses> kPredictionClassNames{{
+    {"one-host-nvlink", "one host over NVLink"},
+    {"one-host-pcie", "one host over PCIe"},
+    {"rdma", "across hosts over RDMA verbs (InfiniBand, RoCE)"},
+    {"efa", "across hosts over AWS EFA"},
+    {"tcpx", "across hosts over GCP TCPX"},
+    {"tcpxo", "across hosts over GCP TCPXO"},
+    {"socket", "across hosts over TCP sockets"},
+}};
+constexpr std::array<Names, kNumSizeBands> kSizeBandNames{{
+    {"below_1MiB", "< 1 MiB"},
+    {"1MiB_to_64MiB", "1-64 MiB"},
+    {"at_least_64MiB", ">= 64 MiB"},
+}};
+
+}  // namespace
+
+const char* to_string(PredictionClass c) { return kPredictionClassNames.at(static_cast<std::size_t>(c)).key; }
+const char* describe(PredictionClass c) { return kPredictionClassNames.at(static_cast<std::size_t>(c)).words; }
 
 SizeBand size_band(double size_bytes) {
-  constexpr double kMiB = 1048576.0;
   return size_bytes < kMiB ? SizeBand::kBelow1MiB : size_bytes < 64 * kMiB ? SizeBand::k1To64MiB : SizeBand::kAtLeast64MiB;
 }
 
-const char* to_string(SizeBand b) {
-  switch (b) {
-    case SizeBand::kBelow1MiB: return "below_1MiB";
-    case SizeBand::k1To64MiB: return "1MiB_to_64MiB";
-    case SizeBand::kAtLeast64MiB: return "at_least_64MiB";
-  }
-  return "?";
-}
-
-const char* describe(SizeBand b) {
-  switch (b) {
-    case SizeBand::kBelow1MiB: return "< 1 MiB";
-    case SizeBand::k1To64MiB: return "1-64 MiB";
-    case SizeBand::kAtLeast64MiB: return ">= 64 MiB";
-  }
-  return "?";
-}
+const char* to_string(SizeBand b) { return kSizeBandNames.at(static_cast<std::size_t>(b)).key; }
+const char* describe(SizeBand b) { return kSizeBandNames.at(static_cast<std::size_t>(b)).words; }
 
 std::vector<SizeBand> all_size_bands() { return {SizeBand::kBelow1MiB, SizeBand::k1To64MiB, SizeBand::kAtLeast64MiB}; }
 

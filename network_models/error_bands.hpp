@@ -33,6 +33,7 @@ const char* to_string(PredictionClass c);
 /// Words for a sentence ("one host over NVLink", "across hosts over RDMA verbs (InfiniBand, RoCE)", ...).
 const char* describe(PredictionClass c);
 
+inline constexpr double kMiB = 1048576.0;
 enum class SizeBand { kBelow1MiB, k1To64MiB, kAtLeast64MiB };
 inline constexpr int kNumSizeBands = 3;
 /// The band of a collective of `size_bytes` (nccl-tests size).
