@@ -8,19 +8,18 @@
 namespace lgreco::pipeline {
 
 SpeedupRanges speedup_ranges_p80(const planner::Window& w, const std::vector<planner::Candidate>& chosen, const planner::PlanOptions& opt,
-                                 const net::CollectiveCost& cost, net::PredictionClass c, int ranks) {
+                                 const net::CollectiveCost& cost, net::PredictionClass c, int ranks, std::pair<double, double> nominal) {
   std::vector<planner::Candidate> uniform;
   for (const auto& l : w.layers) uniform.push_back(l.candidates[l.default_index]);
   const std::vector<planner::Candidate> raw = planner::uncompressed(w);
-  SpeedupRanges out{{units::kInf, 0}, {units::kInf, 0}};
+  SpeedupRanges out{{nominal.first, nominal.first}, {nominal.second, nominal.second}};
   auto widen = [](std::pair<double, double>& r, double v) { r = {std::min(r.first, v), std::max(r.second, v)}; };
-  auto add = [&](const net::CollectiveCost& k) {
-    const double raw_s = planner::predict_step(w, raw, opt, k).step_s;
-    widen(out.uniform, raw_s / planner::predict_step(w, uniform, opt, k).step_s);
-    widen(out.adaptive, raw_s / planner::predict_step(w, chosen, opt, k).step_s);
-  };
-  add(cost);
-  for (int direction : {-1, 1}) add(net::BandScaledCost(cost, c, ranks, direction));
+  for (int direction : {-1, 1}) {
+    const net::BandScaledCost scaled(cost, c, ranks, direction);
+    const double raw_s = planner::predict_step(w, raw, opt, scaled).step_s;
+    widen(out.uniform, raw_s / planner::predict_step(w, uniform, opt, scaled).step_s);
+    widen(out.adaptive, raw_s / planner::predict_step(w, chosen, opt, scaled).step_s);
+  }
   return out;
 }
 
@@ -65,7 +64,8 @@ std::vector<WhatIfPoint> whatif(const planner::Window& w, const planner::WindowP
       pt.network_class = c.network_class;
       if (c.network_class) {
         // The speedups if the network times were off as most held-out rows of this class were, both ways.
-        const SpeedupRanges sr = speedup_ranges_p80(w, p.chosen, o, *c.cost, *c.network_class, c.ranks());
+        const SpeedupRanges sr = speedup_ranges_p80(w, p.chosen, o, *c.cost, *c.network_class, c.ranks(),
+                                                    {pt.uncompressed_step_s / pt.uniform_step_s, pt.uncompressed_step_s / pt.adaptive_step_s});
         pt.uniform_speedup_p80 = sr.uniform;
         pt.adaptive_speedup_p80 = sr.adaptive;
       }

@@ -41,14 +41,15 @@ struct WhatIfPoint {
   std::optional<std::pair<double, double>> uniform_speedup_p80, adaptive_speedup_p80;
 };
 
-/// The speedups over uncompressed of window `w`'s uniform setting and of `chosen` on `cost`, and on `cost` with every
-/// collective slower and faster by the 80 % held-out factor of class `c` (net::BandScaledCost, `ranks` ranks):
-/// the lowest and highest of the three for each. `opt`: the plan options with the compute model applied.
+/// The speedups over uncompressed of window `w`'s uniform setting and of `chosen`: `nominal` (uniform, adaptive: those
+/// on `cost`, which the caller has predicted already) and those on `cost` with every collective slower and faster
+/// by the 80 % held-out factor of class `c` (net::BandScaledCost, `ranks` ranks); the lowest and highest of the
+/// three for each. `opt`: the plan options with the compute model applied.
 struct SpeedupRanges {
   std::pair<double, double> uniform, adaptive;
 };
 SpeedupRanges speedup_ranges_p80(const planner::Window& w, const std::vector<planner::Candidate>& chosen, const planner::PlanOptions& opt,
-                                 const net::CollectiveCost& cost, net::PredictionClass c, int ranks);
+                                 const net::CollectiveCost& cost, net::PredictionClass c, int ranks, std::pair<double, double> nominal);
 /// A range as JSON [low, high].
 Json range_json(const std::pair<double, double>& r);
 

@@ -153,9 +153,10 @@ void print_expected_error(const std::optional<pipeline::Cluster>& cluster) {
 // With the presets, the last window's speedups over uncompressed if the network times were off by the 80 % held-out
 // factor of their class, either way (the same computation as each what-if point's).
 std::optional<pipeline::SpeedupRanges> speedup_ranges(const std::optional<pipeline::Cluster>& cluster, const pipeline::LoopResult& r) {
-  if (!cluster || !cluster->network_class) return std::nullopt;
-  return pipeline::speedup_ranges_p80(r.tables.windows.back(), r.plans.back().chosen, r.plan, *cluster->cost, *cluster->network_class,
-                                      cluster->ranks());
+  const planner::WindowPlan& p = r.plans.back();  // its step times are the nominal ones, on the cluster's cost
+  if (!cluster || !cluster->network_class || !p.step_s || !p.uniform_step_s || !p.uncompressed_step_s) return std::nullopt;
+  return pipeline::speedup_ranges_p80(r.tables.windows.back(), p.chosen, r.plan, *cluster->cost, *cluster->network_class, cluster->ranks(),
+                                      {*p.uncompressed_step_s / *p.uniform_step_s, *p.uncompressed_step_s / *p.step_s});
 }
 
 // `lgreco plan --trace ...`: the closed loop from a trace to a phased schedule.
