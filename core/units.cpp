@@ -38,6 +38,12 @@ NumberAndUnit split(std::string_view text, const char* what, const char* forms) 
 
 }  // namespace
 
+std::string format_max_bytes() {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", kMaxBytes);
+  return buf;
+}
+
 std::uint64_t parse_bytes(std::string_view text) {
   constexpr const char* kForms = "a number with B, KiB, MiB, GiB, TiB, kB, MB, GB, TB or nccl-tests' K, M, G, T";
   auto [v, unit] = split(text, "size", kForms);
@@ -54,7 +60,7 @@ std::uint64_t parse_bytes(std::string_view text) {
   else throw ConfigError("invalid size '" + printable(trim(text)) + "': unknown unit '" + printable(unit) + "', expected " + kForms);
   if (v < 0) throw ConfigError("invalid size '" + printable(trim(text)) + "': must not be negative");
   const double bytes = v * mult;
-  if (bytes > 1.8e19) throw ConfigError("invalid size '" + printable(trim(text)) + "': too large");
+  if (bytes > kMaxBytes) throw ConfigError("invalid size '" + printable(trim(text)) + "': larger than " + format_max_bytes() + " bytes");
   if (std::floor(bytes) != bytes) {
     throw ConfigError("invalid size '" + printable(trim(text)) + "': not a whole number of bytes");
   }

@@ -36,6 +36,11 @@ std::string format_bandwidth(double bytes_per_s);
 /// Shared constants (one definition: several modules need them, and a unity build sees them together).
 inline constexpr double kInf = std::numeric_limits<double>::infinity();
 inline constexpr double kGB = 1e9;  ///< decimal gigabyte (link and memory rates are quoted in GB/s)
+/// The largest size in bytes any option or input file may give (parse_bytes, the corpus and nccl-tests readers):
+/// just below 2^64, so every accepted size converts to std::uint64_t.
+inline constexpr double kMaxBytes = 1.8e19;
+/// kMaxBytes as messages print it ("1.8e+19").
+std::string format_max_bytes();
 
 /// Conversions used in JSON keys that carry their unit.
 constexpr double kBitsPerByte = 8.0;

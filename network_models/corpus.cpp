@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "core/json_util.hpp"
+#include "core/units.hpp"
 #include "network_models/presets.hpp"
 
 namespace lgreco::net {
@@ -120,7 +121,9 @@ CorpusFile parse_corpus(const std::string& text, const std::string& origin) {
     }
     r.ranks = static_cast<int>(ranks);
     r.size_bytes = number(cols[2], where, "size_bytes");
-    if (r.size_bytes <= 0 || r.size_bytes != std::floor(r.size_bytes)) throw InputError(where + ": size_bytes " + cols[2] + " must be a whole number > 0");
+    if (r.size_bytes <= 0 || r.size_bytes > units::kMaxBytes || r.size_bytes != std::floor(r.size_bytes)) {
+      throw InputError(where + ": size_bytes " + cols[2] + " must be a whole number from 1 to " + units::format_max_bytes());
+    }
     r.time_s = number(cols[3], where, "time_us") * 1e-6;
     if (!(r.time_s > 0)) throw InputError(where + ": time_us " + cols[3] + " must be > 0");
     r.published = cols[4];

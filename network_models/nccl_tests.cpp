@@ -3,6 +3,7 @@
 
 #include "core/json_util.hpp"
 #include "core/text.hpp"
+#include "core/units.hpp"
 
 #include <cmath>
 #include <fstream>
@@ -107,6 +108,7 @@ NcclTestsRun parse_nccl_tests(const std::string& text, const std::string& origin
       }
     }
     if (size < 0 || std::floor(size) != size) throw InputError(where + ": size " + printable(t[0]) + " is not a whole number of bytes");
+    if (size > units::kMaxBytes) throw InputError(where + ": size " + printable(t[0]) + " is larger than " + units::format_max_bytes() + " bytes");
     if (!(time_us > 0)) throw InputError(where + ": time " + std::to_string(time_us) + " us must be > 0");
     if (size == 0) continue;
     run.points.push_back({size, time_us * 1e-6});

@@ -197,6 +197,7 @@ struct MeasuredRow {
   Collective collective = Collective::kAllreduce;
   int ranks = 0;
   double size_bytes = 0, time_s = 0;
+  std::string where;  ///< the file and, for a corpus row, its line: errors about the row name it
 };
 
 /// Systems printed in the evidence table: a share of at least this much.
@@ -425,7 +426,7 @@ int run_net_validate(const std::vector<std::string>& args) {
   net::NcclEnv env;
   if (net::is_corpus_text(text)) {
     const net::CorpusFile f = net::parse_corpus(text, file);
-    for (const auto& r : f.rows) rows.push_back({r.collective, r.ranks, r.size_bytes, r.time_s});
+    for (const auto& r : f.rows) rows.push_back({r.collective, r.ranks, r.size_bytes, r.time_s, file + ":" + std::to_string(r.line)});
     bench = f.benchmark;
     per_host = f.one_process_per_host;
     source = f.source;
@@ -435,7 +436,7 @@ int run_net_validate(const std::vector<std::string>& args) {
   } else {
     const net::NcclTestsRun run = net::parse_nccl_tests(text, printable(file));
     const auto [ranks, c] = run_shape(file, run, ranks_s, coll_s);
-    for (const auto& pt : run.points) rows.push_back({c, ranks, pt.size_bytes, pt.time_s});
+    for (const auto& pt : run.points) rows.push_back({c, ranks, pt.size_bytes, pt.time_s, file});
     // "nGpus N" or "-g N" (N > 1) in the header: one process drives N GPUs (nccl-tests -g N).
     per_host = run.gpus_per_process.value_or(1) > 1;
   }
@@ -468,6 +469,14 @@ int run_net_validate(const std::vector<std::string>& args) {
     params.nccl_env = env;
     return models.emplace(ranks, net::CollectiveModel(e, t, params)).first->second;
   };
+  // Every row's model first: a rank count the topology cannot hold is refused before any row is printed.
+  for (const auto& r : rows) {
+    try {
+      model(r.ranks);
+    } catch (const ConfigError& e) {
+      throw InputError(r.where + ": " + e.what());
+    }
+  }
   Json out_rows = Json::array();
   const double mib = 1048576.0;
   std::optional<std::pair<double, double>> worst_large, worst_small;  // (error, size)

@@ -23,6 +23,9 @@ TEST_CASE("bad sizes are ConfigErrors that quote the text") {
   CHECK_THROWS_AS(parse_bytes("1.5B"), lgreco::ConfigError);
   CHECK_THROWS_WITH(parse_bytes("64MeB"), Catch::Contains("64MeB") && Catch::Contains("MeB"));
   CHECK_THROWS_AS(parse_bytes("abc"), lgreco::ConfigError);
+  CHECK(parse_bytes("18000000000000000000") == 18000000000000000000ULL);
+  CHECK_THROWS_WITH(parse_bytes("16EiB"), Catch::Contains("16EiB"));
+  CHECK_THROWS_WITH(parse_bytes("20000000000000000000"), Catch::Contains("20000000000000000000") && Catch::Contains("1.8e+19"));
 }
 
 TEST_CASE("durations parse to seconds") {

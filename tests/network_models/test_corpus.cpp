@@ -100,6 +100,10 @@ TEST_CASE("corpus reader: bad files name the file, the line and the field", "[co
   CHECK_THROWS_WITH(parse_corpus(replaced(kGood, "time_us=100", "peak"), "b.tsv"), Catch::Contains("peak"));
   CHECK_THROWS_WITH(parse_corpus(replaced(kGood, "time_us=100", "note=x"), "b.tsv"), Catch::Contains("busbw_GBps"));
   CHECK_THROWS_WITH(parse_corpus(replaced(kGood, "allreduce\t8", "alltoall\t8"), "b.tsv"), Catch::Contains("alltoall"));
+  // Sizes past what any command accepts (units::kMaxBytes, below 2^64) are refused like --sizes refuses them.
+  CHECK(parse_corpus(replaced(kGood, "\t1048576\t", "\t18000000000000000000\t"), "g.tsv").rows.size() == 1);
+  CHECK_THROWS_WITH(parse_corpus(replaced(kGood, "\t1048576\t", "\t18000000000000000001e1\t"), "b.tsv"),
+                    Catch::Contains("b.tsv:11") && Catch::Contains("size_bytes") && Catch::Contains("1.8e+19"));
   CHECK_THROWS_AS(load_corpus_dir(testing::corpus_dir() / "no-such-dir"), lgreco::InputError);
 }
 

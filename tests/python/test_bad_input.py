@@ -1,8 +1,9 @@
 """Bad input corpus. Every case runs one lgreco command on a generated bad input and checks the
 contract of README ("Exit codes"): exit 1 (input) or 2 (usage); stderr is exactly one line starting
-`lgreco: error:` (one prefix) that names the file, field and value (the case's needles); no output
-and no temporary file (`*.tmp.*`) appears in the case's folder; a pre-existing output (`out=`) is
-byte-identical afterwards.
+`lgreco: error:` (one prefix) that names the file, field and value (the case's needles); nothing is
+printed on standard output (except by the validators of `report=` cases, which list every problem
+there); no output and no temporary file (`*.tmp.*`) appears in the case's folder; a pre-existing
+output (`out=`) is byte-identical afterwards.
 
 Adding a case is one line in CASES: C(id, [args with {d} for the case folder], [needles], code,
 make=maker, out=name). Makers are in bad_inputs.py (generic files, edits of the session's valid
@@ -47,6 +48,7 @@ class C:
     out: Optional[str] = None  # existing output in the case folder that must stay byte-identical
     fsize: Optional[int] = None  # RLIMIT_FSIZE in bytes (`ulimit -f`): writes beyond it fail
     stdout: Optional[str] = None  # where standard output goes (default: a pipe)
+    report: bool = False  # a validator that lists every problem on standard output (others print nothing)
 
 
 def attr(path, key, value):
@@ -373,6 +375,9 @@ def sweep(rows):
     return text("sweep.log", body)
 
 
+# A two-host corpus file: rows at 1 MiB (line 29) and 2 MiB (line 30).
+CORPUS_FILE = (B.REPO / "tests" / "data" / "network" / "nebius-h100-2node-ib-nccltests.tsv").read_text()
+
 CALIBRATE = ["net", "calibrate", "{d}/sweep.log", "--topology", TOPO, "-o", "{d}/fit.json"]
 VALIDATE_NET = ["net", "validate", "{d}/sweep.log", "--topology", TOPO]
 
@@ -395,7 +400,7 @@ CASES += [
     C("trace-missing-layer-group-replay", REPLAY, ["trace.h5", "/layers/000001", "missing"],
       make=B.both(h5_edit("trace.h5", lambda f: f.__delitem__("layers/000001")), copy_of("trace_schedule.json"))),
     C("trace-nan-validate", ["trace", "validate", TRACE], ["trace.h5", "fc.weight", "NaN"],
-      make=h5_edit("trace.h5", grad_values(1, [NAN]))),
+      make=h5_edit("trace.h5", grad_values(1, [NAN])), report=True),
     C("trace-inf-plan", PLAN_TRACE + ["-o", "{d}/s.json"], ["trace.h5", "fc.weight", "step"],
       make=h5_edit("trace.h5", grad_values(1, [float("inf")]))),
     C("trace-nan-replay", REPLAY, ["trace.h5", "emb.weight", "step"],
@@ -495,7 +500,7 @@ CASES += [
     C("schedule-truncated-export", ["export", SCHED, "--to", "torch-hook", "-o", "{d}/hook.json", "--force"],
       ["trace_schedule.json"], make=text_edit("trace_schedule.json", lambda t: t[:100]), out="hook.json"),
     C("schedule-phases-overlap", ["schedule", "validate", SCHED], ["trace_schedule.json", "invalid schedule"],
-      make=sched_edit(lambda d: d["phases"][-1].__setitem__("start_step", 0))),
+      make=sched_edit(lambda d: d["phases"][-1].__setitem__("start_step", 0)), report=True),
     C("schedule-wire-disagrees", ["schedule", "show", SCHED], ["trace_schedule.json", "wire"],
       make=sched_edit(lambda d: d["phases"][-1]["layers"].__setitem__(
           "emb.weight", {"method": "maxmin", "params": {"bits": 2}}))),
@@ -589,6 +594,14 @@ CASES += [
     C("nccl-validate-ngpus-huge", VALIDATE_NET, ["sweep.log", "99999999999"],
       make=text("sweep.log", B.nccl_log().replace("nGpus 16", "nGpus 99999999999"))),
     C("nccl-validate-no-rows", VALIDATE_NET, ["sweep.log", "no nccl-tests result rows"], make=text("sweep.log", "# x\n")),
+    C("nccl-size-beyond-2^64", VALIDATE_NET, ["sweep.log:4", "184467440737095516160", "1.8e+19"],
+      make=sweep([(184467440737095516160, 20), (4096, 25)])),
+    # Corpus files (format in docs/network-model.md): a size no command accepts; more ranks than the file's
+    # topology has, refused with the row's line before any row is printed.
+    C("corpus-size-beyond-2^64", ["net", "validate", "{d}/c.tsv"], ["c.tsv:29", "size_bytes", "184467440737095516160"],
+      make=text("c.tsv", CORPUS_FILE.replace("\t1048576\t", "\t184467440737095516160\t", 1))),
+    C("corpus-ranks-beyond-topology", ["net", "validate", "{d}/c.tsv"], ["c.tsv:30", "17 ranks", "2x8xH100-8x400G"],
+      make=text("c.tsv", CORPUS_FILE.replace("allreduce\t16\t2097152", "allreduce\t17\t2097152", 1))),
     C("nccl-validate-missing", VALIDATE_NET, ["sweep.log"]),
     C("nccl-unknown-collective", CALIBRATE + ["--collective", "alltoall"], ["--collective", "alltoall"], 2, make=copy_of("sweep.log")),
     C("nccl-ranks-zero", CALIBRATE + ["--ranks", "0"], ["--ranks", "0"], 2, make=copy_of("sweep.log")),
@@ -789,6 +802,8 @@ def test_bad_input(case, tmp_path, base):
         assert needle in err, f"{shown}\nmissing: {needle!r}"
     assert B.tmp_files(folder) == [], shown
     assert sorted(os.listdir(folder)) == before, shown  # no output appeared
+    if case.stdout is None and not case.report:
+        assert proc.stdout == b"", f"{shown}\nstdout: {proc.stdout[:300]!r}"  # nothing half-printed either
     if case.out:
         assert (folder / case.out).read_bytes() == SENTINEL, shown
 
