@@ -2,6 +2,8 @@
 #include "network_models/presets.hpp"
 #include "core/units.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <cstdio>
 #include <regex>
@@ -136,44 +138,57 @@ Topology preset_topology(const std::string& name) {
       throw ConfigError("unknown topology \"" + shown + "\" (presets: " + known +
                         "; clusters: KxGxGPU-NxRATE[-efa|-efa1..4|-tcpx|-tcpxo][-nogdr] such as 4x8xA100-4x100G, 4x8xB200-8x400G-efa or 8x8xV100-25GbE; or a topology JSON file)");
     }
-    const int hosts = spec->hosts, gpus = spec->gpus_per_host, nics = spec->nics;
-    const double gbps = spec->nic_gbps;
-    if (hosts < 1 || gpus < 1 || nics < 1 || gbps <= 0) throw ConfigError("topology \"" + printable(name) + "\": counts and rate must be positive");
-    // Each count within validate()'s limits before the graph is built, so that a spec such as
-    // 4x8xH100-4000000x400G is refused at once instead of building millions of nodes first; the
-    // graph then stays small enough for validate() to check the rest (its node and link totals).
-    if (hosts > kMaxTopologyHosts || gpus > kMaxGpusPerHost || nics > kMaxGpusPerHost) {
-      throw ConfigError("topology \"" + printable(name) + "\": " + std::to_string(hosts) + " hosts of " + std::to_string(gpus) + " GPUs and " +
-                        std::to_string(nics) + " NICs is beyond what lgreco models (at most " + std::to_string(kMaxTopologyHosts) +
-                        " hosts, " + std::to_string(kMaxGpusPerHost) + " GPUs and NICs per host, " +
-                        std::to_string(kMaxTopologyNodes) + " nodes in all)");
-    }
-    t.name = name;
-    try {
-      t.gpu = gpu_spec(spec->gpu);
-    } catch (const ConfigError& e) {
-      throw ConfigError("topology \"" + printable(name) + "\": " + e.what());
-    }
-    if (!spec->plugin.empty() && spec->unit == "GbE")
-      throw ConfigError("topology \"" + printable(name) + "\": " + spec->plugin.substr(1) + " is a plugin transport, not TCP sockets (GbE)");
-    if (spec->nogdr && spec->unit == "GbE")
-      throw ConfigError("topology \"" + printable(name) + "\": -nogdr applies to NIC transports; TCP sockets (GbE) always stage through host memory");
-    t.transport = spec->unit == "GbE"   ? Transport::kSocket
-                  : spec->plugin.empty() ? Transport::kRdma
-                                         : plugin_transport(spec->plugin);
-    t.gpudirect = !spec->nogdr;
-    if (t.transport == Transport::kEfa) {
-      t.efa_generation = spec->plugin.size() > 4 ? spec->plugin[4] - '0' : default_efa_generation(t.gpu.name);
-      if (t.efa_generation == 0)
-        throw ConfigError("topology \"" + printable(name) + "\": no default EFA generation for " + t.gpu.name +
-                          " (only for the GPUs of AWS P instances); name it with -efa1 .. -efa4, generation " + kEfaGenerationChoices);
-    }
-    t.nvls = t.gpu.compute_capability >= 90 && t.gpu.nvlinks > 0;
-    t.p2p = t.gpu.p2p;
-    Builder b{t};
-    const int sw = hosts > 1 ? b.node("fabric", NodeKind::kNetSwitch, -1) : -1;
-    for (int h = 0; h < hosts; ++h) add_host(t, h, gpus, nics, gbps * kGB / 8, t.gpu.nvlinks > 0, sw);
+    return cluster_topology(*spec, name);
   }
+  validate(t, "preset " + name);
+  return t;
+}
+
+Topology cluster_topology(const ClusterSpec& spec, const std::string& shown_name) {
+  const std::string name = shown_name.empty() ? cluster_spec_name(spec) : shown_name;
+  Topology t;
+  const int hosts = spec.hosts, gpus = spec.gpus_per_host, nics = spec.nics;
+  const double gbps = spec.nic_gbps;
+  if (hosts < 1 || gpus < 1 || nics < 1) throw ConfigError("topology \"" + printable(name) + "\": counts must be positive");
+  if (!(gbps >= kMinNicGbps && gbps <= kMaxNicGbps)) {
+    char rate[64];
+    std::snprintf(rate, sizeof rate, "%g Gb/s per NIC is outside what lgreco models (%g to %g)", gbps, kMinNicGbps, kMaxNicGbps);
+    throw ConfigError("topology \"" + printable(name) + "\": " + rate);
+  }
+  // Each count within validate()'s limits before the graph is built, so that a spec such as
+  // 4x8xH100-4000000x400G is refused at once instead of building millions of nodes first; the
+  // graph then stays small enough for validate() to check the rest (its node and link totals).
+  if (hosts > kMaxTopologyHosts || gpus > kMaxGpusPerHost || nics > kMaxGpusPerHost) {
+    throw ConfigError("topology \"" + printable(name) + "\": " + std::to_string(hosts) + " hosts of " + std::to_string(gpus) + " GPUs and " +
+                      std::to_string(nics) + " NICs is beyond what lgreco models (at most " + std::to_string(kMaxTopologyHosts) +
+                      " hosts, " + std::to_string(kMaxGpusPerHost) + " GPUs and NICs per host, " +
+                      std::to_string(kMaxTopologyNodes) + " nodes in all)");
+  }
+  t.name = name;
+  try {
+    t.gpu = gpu_spec(spec.gpu);
+  } catch (const ConfigError& e) {
+    throw ConfigError("topology \"" + printable(name) + "\": " + e.what());
+  }
+  if (!spec.plugin.empty() && spec.unit == "GbE")
+    throw ConfigError("topology \"" + printable(name) + "\": " + spec.plugin.substr(1) + " is a plugin transport, not TCP sockets (GbE)");
+  if (spec.nogdr && spec.unit == "GbE")
+    throw ConfigError("topology \"" + printable(name) + "\": -nogdr applies to NIC transports; TCP sockets (GbE) always stage through host memory");
+  t.transport = spec.unit == "GbE"   ? Transport::kSocket
+                : spec.plugin.empty() ? Transport::kRdma
+                                       : plugin_transport(spec.plugin);
+  t.gpudirect = !spec.nogdr;
+  if (t.transport == Transport::kEfa) {
+    t.efa_generation = spec.plugin.size() > 4 ? spec.plugin[4] - '0' : default_efa_generation(t.gpu.name);
+    if (t.efa_generation == 0)
+      throw ConfigError("topology \"" + printable(name) + "\": no default EFA generation for " + t.gpu.name +
+                        " (only for the GPUs of AWS P instances); name it with -efa1 .. -efa4, generation " + kEfaGenerationChoices);
+  }
+  t.nvls = t.gpu.compute_capability >= 90 && t.gpu.nvlinks > 0;
+  t.p2p = t.gpu.p2p;
+  Builder b{t};
+  const int sw = hosts > 1 ? b.node("fabric", NodeKind::kNetSwitch, -1) : -1;
+  for (int h = 0; h < hosts; ++h) add_host(t, h, gpus, nics, gbps * kGB / 8, t.gpu.nvlinks > 0, sw);
   validate(t, "preset " + name);
   return t;
 }
@@ -210,8 +225,10 @@ int default_efa_generation(const std::string& gpu_name) {
 }
 
 std::string cluster_spec_name(const ClusterSpec& c) {
+  // Six significant digits in fixed notation (the spec's syntax has no exponent): 26.3, 3.33333, 0.000125.
+  const int magnitude = c.nic_gbps > 0 ? static_cast<int>(std::floor(std::log10(c.nic_gbps))) : 0;
   char b[64];
-  std::snprintf(b, sizeof b, "%.4f", c.nic_gbps);
+  std::snprintf(b, sizeof b, "%.*f", std::clamp(5 - magnitude, 0, 12), c.nic_gbps);
   std::string rate = b;
   while (!rate.empty() && rate.back() == '0') rate.pop_back();
   if (!rate.empty() && rate.back() == '.') rate.pop_back();

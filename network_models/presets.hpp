@@ -45,8 +45,15 @@ int default_efa_generation(const std::string& gpu_name);
 inline constexpr const char* kEfaGenerationChoices = "1 (p3dn, p4d), 2 (p5), 3 (p5en) or 4 (p6)";
 /// Parses a cluster spec (nullopt when `name` is not one; the values are not yet validated).
 std::optional<ClusterSpec> parse_cluster_spec(const std::string& name);
-/// The spec's canonical name, e.g. "4x8xA100-4x100G" (the rate without trailing zeros).
+/// The spec's canonical name, e.g. "4x8xA100-4x100G" (the rate to six significant digits, without trailing zeros).
 std::string cluster_spec_name(const ClusterSpec& c);
+/// NIC rates a cluster may have, Gb/s per NIC (1 kb/s to 1 Pb/s: beyond any network, and every rate within keeps
+/// six significant digits in the spec's name).
+inline constexpr double kMinNicGbps = 1e-6, kMaxNicGbps = 1e6;
+/// The topology of a cluster spec, built from its fields (not from a name: no rate is rounded), named `name`
+/// (default: cluster_spec_name). ConfigError for counts or rates lgreco does not model, an unknown GPU, or a
+/// transport that does not fit the unit.
+Topology cluster_topology(const ClusterSpec& spec, const std::string& name = "");
 
 /// The single-host preset names.
 std::vector<std::string> preset_names();

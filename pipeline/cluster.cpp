@@ -29,7 +29,7 @@ Cluster make_cluster(const std::string& topology, std::optional<int> nodes, std:
     if (spec.hosts < 1 || spec.gpus_per_host < 1) throw ConfigError("topology " + topology + ": node and GPU counts must be >= 1");
     if (inter_node_Bps) spec.nic_gbps = units::Bps_to_gbps(*inter_node_Bps) / spec.nics;
     name = net::cluster_spec_name(spec);
-    base = net::preset_topology(name);
+    base = net::cluster_topology(spec, name);
   }
   Cluster c;
   c.name = name;

@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -45,12 +46,16 @@ std::vector<double> parse_bandwidths(const std::string& text) {
     if (parts.size() != 3) throw UsageError("--bandwidth: expected LOW:HIGH:POINTS or a comma list, got '" + text + "'");
     const double lo = bandwidth(parts[0]), hi = bandwidth(parts[1]);
     const long long n = parse_int("--bandwidth", parts[2]);
-    if (n < 1 || n > 1000 || hi < lo) throw UsageError("--bandwidth: need LOW <= HIGH and 1..1000 points, got '" + text + "'");
+    if (n < 1 || n > 1000 || hi < lo || (n > 1 && hi == lo))
+      throw UsageError("--bandwidth: need LOW <= HIGH (LOW < HIGH for several points) and 1..1000 points, got '" + text + "'");
     for (long long i = 0; i < n; ++i) {
       out.push_back(n == 1 ? lo : lo * std::pow(hi / lo, static_cast<double>(i) / static_cast<double>(n - 1)));
     }
   } else {
-    for (const auto& s : split_list(text)) out.push_back(bandwidth(s));
+    for (const auto& s : split_list(text)) {
+      out.push_back(bandwidth(s));
+      if (std::count(out.begin(), out.end(), out.back()) > 1) throw UsageError("--bandwidth: " + s + " given twice");
+    }
   }
   if (out.empty()) throw UsageError("--bandwidth: no points");
   return out;
@@ -104,13 +109,16 @@ int run_whatif(const std::vector<std::string>& args) {
   std::vector<int> nodes;
   for (const auto& n : split_list(nodes_text)) {
     const long long v = parse_int("--nodes", n);
-    if (v < 1 || v > 65536) throw UsageError("--nodes: node counts must be in [1, 65536], got " + n);
+    if (v < 1 || v > net::kMaxTopologyHosts)
+      throw UsageError("--nodes: node counts must be in [1, " + std::to_string(net::kMaxTopologyHosts) + "], got " + n);
+    if (std::find(nodes.begin(), nodes.end(), v) != nodes.end()) throw UsageError("--nodes: node count " + n + " given twice");
     nodes.push_back(static_cast<int>(v));
   }
   std::optional<int> gpus;
   if (!gpn.empty()) {
     const long long g = parse_int("--gpus-per-node", gpn);
-    if (g < 1 || g > 1024) throw UsageError("--gpus-per-node: expected an integer in [1, 1024], got " + gpn);
+    if (g < 1 || g > net::kMaxGpusPerHost)
+      throw UsageError("--gpus-per-node: expected an integer in [1, " + std::to_string(net::kMaxGpusPerHost) + "], got " + gpn);
     gpus = static_cast<int>(g);
   }
 
@@ -122,6 +130,18 @@ int run_whatif(const std::vector<std::string>& args) {
   const Json* fit = fit_doc ? &*fit_doc : nullptr;
   const net::NcclEnv env = nccl_env_option(nccl_env);
   const pipeline::Cluster base = pipeline::make_cluster(topology, std::nullopt, gpus, std::nullopt, fit, network_fit, env);
+  // Every point's cluster is checked before the replay (which may take minutes): a node count or rate the
+  // model cannot build is refused now. The grid's extreme rates stand for the rest.
+  const auto [lowest, highest] = std::minmax_element(bws.begin(), bws.end());
+  for (int n : nodes) {
+    for (double bw : {*lowest, *highest}) {
+      try {
+        pipeline::make_cluster(topology, n, gpus, bw, fit, network_fit, env);
+      } catch (const ConfigError& e) {
+        throw UsageError("--nodes " + std::to_string(n) + " at --bandwidth " + units::format_bandwidth(bw) + ": " + e.what());
+      }
+    }
+  }
   const pipeline::KernelTime kernel_time = resolve_kernel_time(kt);
   o.plan.kernel_time = pipeline::kernel_time_fn(kernel_time, base);
   o.gpu = base.gpu;

@@ -95,6 +95,22 @@ TEST_CASE("plugin transports: EFA generation, TCPXO, GPUDirect; cluster suffix, 
   CHECK_THROWS_WITH(preset_topology("2x2xL40S-1x100G-efa"), Catch::Contains("L40S") && Catch::Contains("-efa1"));
   CHECK(cluster_spec_name(*parse_cluster_spec("8x8xV100-1x100G-efa-nogdr")) == "8x8xV100-1x100G-efa-nogdr");
   CHECK_FALSE(parse_cluster_spec("2x8xH100-8x200G-efa5"));
+  // Built from its fields, a cluster keeps its rate exactly; its name carries six significant digits and reads back.
+  ClusterSpec third = *parse_cluster_spec("2x8xA100-3x25G");
+  third.nic_gbps = 10.0 / 3;
+  const Topology thirds = cluster_topology(third);
+  CHECK(thirds.name == "2x8xA100-3x3.33333G");
+  for (const auto& l : thirds.links)
+    if (l.cls == LinkClass::kNet) CHECK(l.bandwidth_Bps == 10.0 / 3 * 1e9 / 8);
+  CHECK(parse_cluster_spec(thirds.name)->nic_gbps == Approx(10.0 / 3).epsilon(1e-6));
+  third.nic_gbps = 1.25e-4;
+  CHECK(cluster_spec_name(third) == "2x8xA100-3x0.000125G");
+  CHECK(preset_topology(cluster_spec_name(third)).hosts() == 2);
+  third.nic_gbps = kMinNicGbps / 2;
+  CHECK_THROWS_WITH(cluster_topology(third), Catch::Contains("5e-07 Gb/s per NIC") && Catch::Contains("1e-06"));
+  third.nic_gbps = kMaxNicGbps * 2;
+  CHECK_THROWS_WITH(cluster_topology(third), Catch::Contains("2e+06 Gb/s per NIC"));
+  CHECK_THROWS_WITH(preset_topology("2x8xA100-1x0G"), Catch::Contains("0 Gb/s per NIC"));
   for (const Topology& t : {efa, p3dn, preset_topology("2x8xH100-8x200G-tcpxo"), preset_topology("2x8xH100-4x200G-tcpx")}) {
     const Topology back = topology_from_json(topology_to_json(t), "again");
     CHECK(back.transport == t.transport);

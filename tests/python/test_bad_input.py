@@ -560,7 +560,7 @@ CASES += [
     C("schedule-file-name-too-long", ["schedule", "show", "{d}/" + "s" * 300 + ".json"], ["cannot open (File name too long)"]),
     C("topology-argument-too-long", ["net", "topology", "1" * 100_000 + "x8xA100-1x25G"], ["unknown topology", "..."]),
     C("topology-preset-zero-bandwidth", ["simulate", "--model", "resnet18", "--topology", "2x8xA100-1x0G"],
-      ["2x8xA100-1x0G", "positive"]),
+      ["2x8xA100-1x0G", "0 Gb/s per NIC"]),
     C("topology-preset-zero-hosts", ["plan", "--tables", TABLES, "--topology", "0x8xA100-1x25G", "-o", "{d}/s.json"],
       ["0x8xA100-1x25G", "positive"], make=copy_of("tables.json")),
 
@@ -682,6 +682,15 @@ CASES += [
     C("whatif-bandwidth-zero", ["whatif", "--tables", TABLES, "--bandwidth", "0Gbps"], ["--bandwidth", "0Gbps"], 2,
       make=copy_of("tables.json")),
     C("whatif-nodes-zero", ["whatif", "--tables", TABLES, "--nodes", "0"], ["--nodes", "0"], 2, make=copy_of("tables.json")),
+    # The what-if grid is checked before the replay: each point's cluster must be one the model builds.
+    C("whatif-bandwidth-1e-9", ["whatif", "--trace", TRACE, "--nodes", "2", "--bandwidth", "1e-9Gbps"],
+      ["--bandwidth", "1e-09 Gb/s per NIC", "1e-06"], 2, make=copy_of("trace.h5")),
+    C("whatif-hosts-times-gpus", ["whatif", "--trace", TRACE, "--nodes", "1024", "--gpus-per-node", "128"],
+      ["--nodes 1024", "65536"], 2, make=copy_of("trace.h5")),
+    C("whatif-nodes-twice", ["whatif", "--tables", TABLES, "--nodes", "2,4,2"], ["--nodes", "2", "twice"], 2,
+      make=copy_of("tables.json")),
+    C("whatif-bandwidth-twice", ["whatif", "--tables", TABLES, "--bandwidth", "10Gbps,25Gbps,10Gbps"],
+      ["--bandwidth", "10Gbps", "twice"], 2, make=copy_of("tables.json")),
     C("net-predict-sizes-reversed", ["net", "predict", "--topology", TOPO, "--sizes", "1G:1K"], ["--sizes", "1G:1K"], 2),
     C("net-topology-ranks-zero", ["net", "topology", TOPO, "--ranks", "0"], ["--ranks", "0"], 2),
     # The error-bands source is refused before the held-out fits: an existing file stays, a missing folder is named.
