@@ -38,13 +38,6 @@ std::vector<double> parse_sizes(const std::string& text) {
   return out;
 }
 
-int parse_ranks(const std::string& s) {
-  if (s.empty()) return 0;
-  const long long r = parse_int("--ranks", s);
-  if (r < 1 || r > 1 << 20) throw UsageError("--ranks " + s + ": expected a positive rank count");
-  return static_cast<int>(r);
-}
-
 // --collective's value; an unknown name is the option's usage error.
 Collective collective_option(const std::string& s) {
   try {
@@ -538,6 +531,7 @@ int run_topology(const std::vector<std::string>& args) {
   if (!p.parse(args)) return 0;
   const net::Topology t = net::resolve_topology(topology);
   const int ranks = parse_ranks(ranks_s) == 0 ? t.gpus() : parse_ranks(ranks_s);
+  if (ranks > t.gpus()) throw UsageError("--ranks " + ranks_s + ": topology " + printable(t.name) + " has " + std::to_string(t.gpus()) + " GPUs");
   const net::Embedding e = net::embed(t, ranks);
   const auto nics = net::nic_sharing(t);
   Json nic_json = Json::array();

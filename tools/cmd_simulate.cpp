@@ -71,7 +71,7 @@ int run_simulate(const std::vector<std::string>& args) {
     inputs.push_back(layers_path);
   }
   net::Topology t;
-  const int ranks = ranks_s.empty() ? 0 : static_cast<int>(parse_int("--ranks", ranks_s));
+  const int ranks = parse_ranks(ranks_s);
   net::NetworkCost cost(resolve_model(topology, ranks, fit, &inputs, &t, nccl_env));
   pipeline::ComputeOptions co;
   co.achieved_fraction = parse_double("--achieved-fraction", frac_s);

@@ -7,6 +7,8 @@
 
 #include "core/error.hpp"
 #include "core/json_util.hpp"
+#include "core/text.hpp"
+#include "tools/args.hpp"
 #include "network_models/collectives.hpp"
 #include "network_models/fit.hpp"
 #include "network_models/presets.hpp"
@@ -27,7 +29,15 @@ inline net::NcclEnv nccl_env_option(const std::string& text) {
   }
 }
 
-/// The model for `topology` at `ranks` ranks (0: every GPU), with `fit_path` applied when given and the
+/// --ranks' value: 0 when not given (every GPU), else a positive count (UsageError naming the option otherwise).
+inline int parse_ranks(const std::string& s) {
+  if (s.empty()) return 0;
+  const long long r = parse_int("--ranks", s);
+  if (r < 1 || r > 1 << 20) throw UsageError("--ranks " + s + ": expected a positive rank count");
+  return static_cast<int>(r);
+}
+
+/// The model for `topology` at `ranks` ranks (0: every GPU; more than the topology has is --ranks' usage error), with `fit_path` applied when given and the
 /// job's `nccl_env` (--nccl-env text). Appends the files read to `inputs` (for provenance).
 inline net::CollectiveModel resolve_model(const std::string& topology, int ranks, const std::string& fit_path,
                                           std::vector<std::filesystem::path>* inputs, net::Topology* topo_out = nullptr,
@@ -35,6 +45,8 @@ inline net::CollectiveModel resolve_model(const std::string& topology, int ranks
   net::Topology t = net::resolve_topology(topology);
   if (std::error_code ec; std::filesystem::is_regular_file(topology, ec)) inputs->push_back(topology);
   if (ranks == 0) ranks = t.gpus();
+  if (ranks > t.gpus())
+    throw UsageError("--ranks " + std::to_string(ranks) + ": topology " + printable(t.name) + " has " + std::to_string(t.gpus()) + " GPUs");
   net::ModelParams p = net::default_params(t, ranks);
   if (!fit_path.empty()) {
     p = net::params_from_fit(read_json_file(fit_path), fit_path, t, ranks);

@@ -693,6 +693,12 @@ CASES += [
       ["--bandwidth", "10Gbps", "twice"], 2, make=copy_of("tables.json")),
     C("net-predict-sizes-reversed", ["net", "predict", "--topology", TOPO, "--sizes", "1G:1K"], ["--sizes", "1G:1K"], 2),
     C("net-topology-ranks-zero", ["net", "topology", TOPO, "--ranks", "0"], ["--ranks", "0"], 2),
+    C("net-topology-ranks-beyond-gpus", ["net", "topology", TOPO, "--ranks", "17"], ["--ranks 17", TOPO, "16 GPUs"], 2),
+    C("net-predict-ranks-beyond-gpus", ["net", "predict", "--topology", TOPO, "--sizes", "1M", "--ranks", "17"],
+      ["--ranks 17", TOPO, "16 GPUs"], 2),
+    C("simulate-ranks-zero", ["simulate", "--model", "resnet18", "--topology", TOPO, "--ranks", "0"], ["--ranks", "0"], 2),
+    C("simulate-ranks-beyond-gpus", ["simulate", "--model", "resnet18", "--topology", TOPO, "--ranks", "17"],
+      ["--ranks 17", TOPO, "16 GPUs"], 2),
     # The error-bands source is refused before the held-out fits: an existing file stays, a missing folder is named.
     C("error-bands-out-exists", ["net", "validate", str(B.REPO / "tests" / "data" / "network"), "--holdout",
                                  "--write-error-bands", "{d}/bands.cpp"], ["bands.cpp", "exists", "--force"], out="bands.cpp"),
