@@ -46,8 +46,7 @@ void validate(const LoopOptions& o) {
                       "; expected 0 <= low <= 1 <= high");
   if (!(o.memory_limit_bytes >= 0) || !std::isfinite(o.memory_limit_bytes))
     throw ConfigError("memory limit: " + std::to_string(o.memory_limit_bytes) + " bytes; expected >= 0");
-  if (!(o.plan.budget.value > 0) || !std::isfinite(o.plan.budget.value))
-    throw ConfigError("budget: " + std::to_string(o.plan.budget.value) + "; expected a finite number > 0");
+  if (const std::string why = planner::budget_problem(o.plan.budget, o.plan.engine); !why.empty()) throw ConfigError(why);
 }
 
 LoopResult run_closed_loop(const sim::GradientSource& source, const LoopOptions& o, const net::CollectiveCost* cost,

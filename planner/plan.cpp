@@ -1,6 +1,7 @@
 #include "planner/plan.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <cmath>
 #include <numeric>
 #include <regex>
@@ -182,16 +183,45 @@ WindowPlan uniform_plan(const Window& w, const PlanOptions& opt, const net::Coll
   return p;
 }
 
+std::string budget_problem(const Budget& b, Engine e) {
+  const bool dual = e == Engine::kDual;
+  const bool byte_budget = b.kind == Budget::Kind::kBytes || b.kind == Budget::Kind::kTime;
+  if (dual != byte_budget) {
+    return dual ? "the dual engine needs a byte or time budget"
+                : "a byte or time budget needs the dual engine (the other engines take an error budget)";
+  }
+  const std::string why = budget_value_problem(b);
+  return why.empty() ? why : std::string(budget_kind_label(b.kind)) + " " + Json(b.value).dump() + ": " + why;
+}
+
+std::string budget_value_problem(const Budget& b) {
+  if (b.kind == Budget::Kind::kAlpha) {
+    if (!(b.value > 0 && b.value <= kMaxAlpha)) {
+      char most[32];
+      std::snprintf(most, sizeof most, "%g", kMaxAlpha);
+      return std::string("expected a number > 0 and at most ") + most;
+    }
+  } else if (!(b.value >= 0) || !std::isfinite(b.value)) {
+    return "expected a finite number >= 0";
+  }
+  return "";
+}
+
+const char* budget_kind_label(Budget::Kind k) {
+  switch (k) {
+    case Budget::Kind::kAlpha: return "alpha";
+    case Budget::Kind::kError: return "error budget";
+    case Budget::Kind::kBytes: return "byte budget";
+    case Budget::Kind::kTime: return "time budget";
+  }
+  return "budget";
+}
+
 WindowPlan plan_window(const Window& w, const PlanOptions& o, const net::CollectiveCost* cost) {
   const std::size_t n = w.layers.size();
   if ((o.engine == Engine::kTime) && !cost) throw ConfigError("the time engine needs a network model (a topology or a bandwidth)");
+  if (const std::string why = budget_problem(o.budget, o.engine); !why.empty()) throw ConfigError(why);
   const bool dual = o.engine == Engine::kDual;
-  const bool byte_budget = o.budget.kind == Budget::Kind::kBytes || o.budget.kind == Budget::Kind::kTime;
-  if (dual != byte_budget) {
-    throw ConfigError(dual ? "the dual engine needs a byte or time budget"
-                           : "a byte or time budget needs the dual engine (the other engines take an error budget)");
-  }
-  if (!(o.budget.value >= 0) || !std::isfinite(o.budget.value)) throw ConfigError("budget " + std::to_string(o.budget.value) + ": expected a finite value >= 0");
   const std::optional<std::regex> inc = o.include_re ? std::optional(compile(*o.include_re, "include")) : std::nullopt;
   const std::optional<std::regex> exc = o.exclude_re ? std::optional(compile(*o.exclude_re, "exclude")) : std::nullopt;
   for (const auto& pin : o.pins) {

@@ -43,6 +43,18 @@ struct Budget {
   enum class Kind { kAlpha, kError, kBytes, kTime } kind = Kind::kAlpha;
   double value = 1.0;  ///< α, error, bytes per step, or seconds of communication per step
 };
+/// The largest α: an error budget a million times the uniform plan's is no constraint at all.
+inline constexpr double kMaxAlpha = 1e6;
+/// What is wrong with budget `b` for engine `e` ("" when nothing), one clause naming the value: α must be
+/// > 0 and at most kMaxAlpha; an error, byte or time budget finite and >= 0; byte and time budgets go with the
+/// dual engine only, and the dual engine takes nothing else. The one rule that plan_window, the closed loop,
+/// the plan-options JSON and the command-line flags apply.
+std::string budget_problem(const Budget& b, Engine e);
+/// The value's part of that rule, without the value: "" when b.value suits its kind, else what is expected
+/// ("expected a number > 0 and at most 1e+06"); callers name the value as their input spells it.
+std::string budget_value_problem(const Budget& b);
+/// budget_value_problem's kind name: "alpha", "error budget", "byte budget" or "time budget".
+const char* budget_kind_label(Budget::Kind k);
 
 /// Compression and decompression kernel seconds {compress_s, decompress_s} of a candidate on the
 /// target device, for candidates whose tables carry no measured kernel_time_s.

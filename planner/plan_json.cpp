@@ -100,8 +100,8 @@ PlanOptions plan_options_from_json(const Json& options, const std::string& origi
     JsonObject bo(*b, o.child("budget"));
     p.budget.kind = budget_kind(bo.get<std::string>("kind"), bo.child("kind"));
     p.budget.value = bo.get<double>("value");
-    if (!(p.budget.value >= 0) || !std::isfinite(p.budget.value)) {
-      throw ConfigError(bo.child("value") + ": " + Json(p.budget.value).dump() + "; expected a finite number >= 0");
+    if (const std::string why = budget_value_problem(p.budget); !why.empty()) {
+      throw ConfigError(bo.child("value") + ": " + Json(p.budget.value).dump() + "; " + why);
     }
     bo.finish();
   }

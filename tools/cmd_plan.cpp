@@ -71,10 +71,19 @@ PlanOptions plan_options(const Flags& f, const ArgParser& p, Json& config) {
     o.budget = {Budget::Kind::kBytes, flag_value("--bytes-budget", [&] { return static_cast<double>(units::parse_bytes(f.bytes_budget)); })};
   else if (p.given("--time-budget")) o.budget = {Budget::Kind::kTime, flag_value("--time-budget", [&] { return units::parse_seconds(f.time_budget); })};
   else o.budget = {Budget::Kind::kAlpha, p.given("--alpha") ? parse_double("--alpha", f.alpha) : 1.0};
-  if ((o.budget.kind == Budget::Kind::kAlpha || o.budget.kind == Budget::Kind::kError) && o.budget.value < 0) {
-    throw UsageError(std::string(o.budget.kind == Budget::Kind::kAlpha ? "--alpha " + f.alpha : "--error-budget " + f.error_budget) +
-                     ": expected a number >= 0");
+  // One rule for the budget (planner::budget_problem), reported against the flag that set it.
+  if (const std::string why = planner::budget_value_problem(o.budget); !why.empty()) {
+    const char* flag = o.budget.kind == Budget::Kind::kAlpha   ? "--alpha"
+                       : o.budget.kind == Budget::Kind::kError ? "--error-budget"
+                       : o.budget.kind == Budget::Kind::kBytes ? "--bytes-budget"
+                                                               : "--time-budget";
+    const std::string& text = o.budget.kind == Budget::Kind::kAlpha   ? f.alpha
+                              : o.budget.kind == Budget::Kind::kError ? f.error_budget
+                              : o.budget.kind == Budget::Kind::kBytes ? f.bytes_budget
+                                                                      : f.time_budget;
+    throw UsageError(std::string(flag) + " " + text + ": " + why);
   }
+  if (const std::string why = planner::budget_problem(o.budget, o.engine); !why.empty()) throw UsageError("--engine " + f.engine + ": " + why);
   // An expression the planner cannot use is the flag's usage error, found before any work.
   const auto pattern = [](const char* flag, const std::string& re) {
     flag_value(flag, [&] { return compile_name_pattern(re); });

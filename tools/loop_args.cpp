@@ -38,7 +38,7 @@ void add_loop_options(ArgParser& p, LoopArgs& a, bool trace_required) {
   p.option("--warmup-steps", &a.warmup, "N", "uncompressed warm-up steps of the schedule (default: the trace's first step)");
   p.option("--period", &a.period, "N", "longest window, in steps (default 1000); bursts are cut into windows of this length");
   p.option("--acc-steps", &a.acc, "N", "steps averaged into the measurement matrix A (default 10)");
-  p.option("--alpha", &a.alpha, "X", "error budget as a multiple of the uniform plan's total error (default 1)");
+  p.option("--alpha", &a.alpha, "X", "error budget as a multiple of the uniform plan's total error, 0 < X <= 1e6 (default 1)");
   p.option("--rank-low", &a.rank_low, "LOW", "lowest candidate rank as a fraction of the default (default 0.5)");
   p.option("--rank-high", &a.rank_high, "HIGH", "highest candidate rank as a multiple of the default (default 2)");
   p.option("--min-numel", &a.min_numel, "N", "smallest tensor planned by non-PowerSGD families (default 1024)");
@@ -116,7 +116,7 @@ LoopRequest resolve_loop_options(const LoopArgs& a) {
   o.plan.engine = as_usage("--engine", [&] { return planner::parse_engine(a.engine); });
   o.plan.budget.kind = planner::Budget::Kind::kAlpha;
   o.plan.budget.value = parse_double("--alpha", a.alpha);
-  if (!(o.plan.budget.value > 0) || !std::isfinite(o.plan.budget.value)) throw UsageError("--alpha: expected a number > 0, got '" + a.alpha + "'");
+  if (const std::string why = planner::budget_value_problem(o.plan.budget); !why.empty()) throw UsageError("--alpha " + a.alpha + ": " + why);
   return req;
 }
 

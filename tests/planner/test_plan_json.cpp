@@ -2,6 +2,8 @@
 // a window's plan as a document.
 #include <catch2/catch.hpp>
 
+#include <cmath>
+
 #include "core/error.hpp"
 #include "kernels/method_json.hpp"
 #include "planner/plan_json.hpp"
@@ -67,6 +69,9 @@ TEST_CASE("plan options: unknown keys and bad values name the field", "[plan_jso
   CHECK_THAT(message(Json{{"engine", "greedy"}}), Catch::Contains("opts.engine") && Catch::Contains("greedy"));
   CHECK_THAT(message(Json{{"budget", {{"kind", "gamma"}, {"value", 1}}}}), Catch::Contains("opts.budget.kind"));
   CHECK_THAT(message(Json{{"budget", {{"kind", "alpha"}, {"value", -1}}}}), Catch::Contains("opts.budget.value"));
+  CHECK_THAT(message(Json{{"budget", {{"kind", "alpha"}, {"value", 0}}}}), Catch::Contains("opts.budget.value") && Catch::Contains("> 0"));
+  CHECK_THAT(message(Json{{"budget", {{"kind", "alpha"}, {"value", 2e6}}}}), Catch::Contains("opts.budget.value") && Catch::Contains("1e+06"));
+  CHECK(message(Json{{"budget", {{"kind", "error"}, {"value", 0}}}}) == "no error");
   CHECK_THAT(message(Json{{"reference_buckets", 0}}), Catch::Contains("opts.reference_buckets"));
   CHECK_THAT(message(Json{{"network", {{"model", "mesh"}}}}), Catch::Contains("opts.network.model"));
   CHECK_THAT(message(Json{{"network", {{"model", "nccl"}, {"topology", 3}}}}), Catch::Contains("opts.network.topology"));
@@ -88,6 +93,23 @@ TEST_CASE("plan options: unknown keys and bad values name the field", "[plan_jso
              Catch::Contains("opts.network.topology.nccl_env") && Catch::Contains("rign"));
   CHECK_THAT(message(Json{{"network", {{"model", "nccl"}, {"topology", {{"name", "x"}, {"nccl_env", 7}}}}}}),
              Catch::Contains("opts.network.topology.nccl_env"));
+}
+
+TEST_CASE("one budget rule: alpha in (0, 1e6], other budgets >= 0, byte and time budgets with the dual engine only", "[plan_json]") {
+  using K = Budget::Kind;
+  CHECK(budget_problem({K::kAlpha, 1}, Engine::kReference).empty());
+  CHECK(budget_problem({K::kAlpha, kMaxAlpha}, Engine::kExact).empty());
+  CHECK_THAT(budget_problem({K::kAlpha, 0}, Engine::kReference), Catch::Contains("alpha 0") && Catch::Contains("> 0"));
+  CHECK_THAT(budget_problem({K::kAlpha, 2 * kMaxAlpha}, Engine::kTime), Catch::Contains("at most 1e+06"));
+  CHECK_THAT(budget_problem({K::kAlpha, std::nan("")}, Engine::kReference), Catch::Contains("alpha"));
+  CHECK(budget_problem({K::kError, 0}, Engine::kReference).empty());
+  CHECK_THAT(budget_problem({K::kError, -1}, Engine::kReference), Catch::Contains("error budget -1"));
+  CHECK_THAT(budget_problem({K::kError, HUGE_VAL}, Engine::kReference), Catch::Contains("finite"));
+  CHECK(budget_problem({K::kBytes, 0}, Engine::kDual).empty());
+  CHECK_THAT(budget_problem({K::kBytes, 1024}, Engine::kReference), Catch::Contains("needs the dual engine"));
+  CHECK_THAT(budget_problem({K::kTime, 1e-3}, Engine::kExact), Catch::Contains("needs the dual engine"));
+  CHECK_THAT(budget_problem({K::kAlpha, 1}, Engine::kDual), Catch::Contains("dual engine needs a byte or time budget"));
+  CHECK_THAT(budget_problem({K::kTime, -1}, Engine::kDual), Catch::Contains("time budget -1"));
 }
 
 TEST_CASE("a window's plan document lists every layer's chosen candidate and the totals", "[plan_json]") {

@@ -154,7 +154,7 @@ def test_constraints_pin_exclude_and_dual(lgreco, tmp_path):
     doc = json.loads(p.stdout)
     assert doc["predicted"]["bytes_per_step"] <= 30 * 1024
     p = lgreco("plan", "--tables", t, "--engine", "dual", "--alpha", "1")
-    assert p.returncode == 1 and "dual engine needs" in p.stderr
+    assert p.returncode == 2 and "--engine dual: the dual engine needs" in p.stderr
 
 
 def test_output_not_overwritten_and_usage_errors(lgreco, tmp_path):
@@ -167,10 +167,14 @@ def test_output_not_overwritten_and_usage_errors(lgreco, tmp_path):
     assert json.loads(out.read_text())["kind"] == "lgreco-schedule"
     assert lgreco("plan", "--tables", t, "--alpha", "1", "--error-budget", "2").returncode == 2
     assert lgreco("plan").returncode == 2
-    for flag, value in (("--alpha", "-1"), ("--error-budget", "-0.5")):
+    # One budget rule (planner::budget_problem): alpha in (0, 1e6], an error budget >= 0.
+    for flag, value, expected in (("--alpha", "-1", "a number > 0 and at most 1e+06"), ("--alpha", "0", "a number > 0 and at most 1e+06"),
+                                  ("--alpha", "1e308", "a number > 0 and at most 1e+06"), ("--error-budget", "-0.5", "a finite number >= 0")):
         p = lgreco("plan", "--tables", t, flag, value, "-o", tmp_path / "neg.json")
-        assert p.returncode == 2 and f"{flag} {value}: expected a number >= 0" in p.stderr
+        assert p.returncode == 2 and f"{flag} {value}: expected {expected}" in p.stderr, p.stderr
         assert not (tmp_path / "neg.json").exists()
+    p = lgreco("plan", "--tables", t, "--bytes-budget", "1KiB", "-o", tmp_path / "neg.json")
+    assert p.returncode == 2 and "--engine reference: a byte or time budget needs the dual engine" in p.stderr
     bad = make_tables()
     bad["windows"][0]["layers"][0]["colour"] = "red"
     p = lgreco("plan", "--tables", write(tmp_path / "bad.json", bad))
