@@ -32,7 +32,7 @@ int run_scaleout(const std::vector<std::string>& args) {
               "table of --trace, or the shapes of a --model preset with --steps recorded steps.");
   add_loop_options(p, a, false);
   p.option("--model", &model, "NAME", "model preset (lgreco models) instead of --trace");
-  p.option("--steps", &steps_text, "N", "recorded steps of the --model trace (one burst)");
+  p.option("--steps", &steps_text, "N", "recorded steps of the --model trace (one burst; at most 10000000)");
   p.option("--ranks", &ranks_text, "LIST", "rank counts to estimate (default 1,2,4,8,16,32,64)");
   p.option("--rate", &rate_text, "SECONDS",
            "measured replay seconds per estimated byte-pass on one thread (docs/performance.md); projects the time");
@@ -75,7 +75,8 @@ int run_scaleout(const std::vector<std::string>& args) {
       l.numel = static_cast<std::uint64_t>(traces::numel_of(t.shape));
       layers.push_back(std::move(l));
     }
-    const long long n = parse_int("--steps", steps_text, 1, std::numeric_limits<int>::max());
+    // Ten million recorded steps: far beyond any trace, and the step list stays below 100 MB.
+    const long long n = parse_int("--steps", steps_text, 1, 10'000'000);
     steps.resize(static_cast<std::size_t>(n));
     std::iota(steps.begin(), steps.end(), std::max<std::int64_t>(0, o.windows.warmup_steps));
     name = preset.name;
