@@ -167,7 +167,11 @@ ScheduleReplay replay_schedule(const sim::GradientSource& source, const planner:
     const auto& label = schedule.phases[i].label;
     if (opt.only == "all" || (opt.only == "last" && i + 1 == schedule.phases.size()) || opt.only == label) chosen.push_back(i);
   }
-  if (chosen.empty()) throw ConfigError(origin + ": no phase labelled '" + opt.only + "'");
+  if (chosen.empty()) {
+    std::string known;
+    for (const auto& p : schedule.phases) known += (known.empty() ? "" : ", ") + printable(p.label);
+    throw ConfigError(origin + ": no phase labelled '" + printable(opt.only) + "' (phases: " + known + "; or scheduled, last, all)");
+  }
   ro.windows_total = bursts.size() * chosen.size();
   for (std::size_t i : chosen) {
     const auto rep = engine_or_local(opt.engine).open(source, {}, ro);

@@ -677,6 +677,8 @@ CASES += [
       make=copy_of("trace.h5")),
     C("plan-trace-default-out-of-range", PLAN_TRACE + ["--default", "rank=0.5", "-o", "{d}/s.json"], ["--default", "rank", "0.5"],
       2, make=copy_of("trace.h5")),
+    C("replay-phase-unknown", REPLAY + ["--phase", "plan-99"], ["trace_schedule.json", "plan-99", "phases: uniform", "scheduled, last, all"],
+      make=trace_and(copy_of("trace_schedule.json"))),
     C("replay-seed-negative", REPLAY + ["--seed", "-1"], ["--seed", "-1", "out of range"], 2, make=trace_and(copy_of("trace_schedule.json"))),
     C("replay-memory-limit-garbage", REPLAY + ["--memory-limit", "lots"], ["--memory-limit", "lots"], 2,
       make=trace_and(copy_of("trace_schedule.json"))),
