@@ -102,9 +102,11 @@ void CollectiveModel::build(const ModelParams& p_, Table& table) const {
   const double C = p_.channels;
   const bool ll128 = emb_.intra_class == LinkClass::kNvlink && (cc_ == 70 || cc_ == 80 || cc_ == 90 || cc_ == 100) &&
                      (N == 1 || transport_ == Transport::kRdma);
+  // The calibrated scale multiplies the whole per-hop latency of its class, a socket's extra latency included,
+  // so a calibration can bring a socket hop below the 20 µs assumed without one.
   auto hop = [&](const ProtocolParams& q, bool tree, int cls) {
-    const double h = (tree ? q.tree_hop_s : q.ring_hop_s)[cls] * p_.hop_scale[cls];
-    return cls == kNet ? h + p_.net_extra_hop_s : h;
+    const double h = (tree ? q.tree_hop_s : q.ring_hop_s)[cls] + (cls == kNet ? p_.net_extra_hop_s : 0.0);
+    return h * p_.hop_scale[cls];
   };
   auto ring_bus = [&](Protocol pr, double bus, int ppn_) {
     switch (pr) {

@@ -106,7 +106,7 @@ struct ModelParams {
   bool operator==(const ModelParams&) const = default;
   std::string nccl_version = "2.30.7";
   std::array<ProtocolParams, kNumProtocols> proto;
-  std::array<double, kNumClasses> hop_scale{1, 1, 1};  ///< calibrated multipliers of hop latencies
+  std::array<double, kNumClasses> hop_scale{1, 1, 1};  ///< calibrated multipliers of hop latencies (net: with net_extra_hop_s)
   double ll_max_Bps = 0;             ///< NCCL llMaxBws
   double ll128_ring_per_channel_Bps = 0, ll128_tree_per_channel_Bps = 0, tree_per_channel_Bps = 0;
   int channels = 2;
