@@ -47,6 +47,12 @@ struct FitResult {
   std::vector<std::pair<std::string, double>> std_ln;
 };
 
+/// The largest rms ln-error (FitResult::rms_log_error) of a calibration `lgreco net calibrate` writes without
+/// --allow-poor-fit: the model then misses its own sweep by a typical factor of 1.65. Every sweep of the
+/// corpus calibrates below 0.27 (docs/network-model.md "Calibration"); above it the sweep is not the
+/// collective, rank count or topology it was said to be, or not a timing at all.
+inline constexpr double kPoorFitRmsLn = 0.5;
+
 /// Fits the model for topology `t` at `ranks` ranks to the measured points (≥ 2 sizes).
 /// `selection` is the pair-selection rule of the fitted model (collectives.hpp); `env` the NCCL
 /// restrictions the sweep ran under (nccl_env.hpp: a sweep with NCCL_ALGO=Ring is fitted as rings).

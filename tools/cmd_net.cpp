@@ -68,7 +68,7 @@ void print_points(const std::vector<net::FitPoint>& pts) {
 
 int run_calibrate(const std::vector<std::string>& args) {
   std::string file, topology, ranks_s, coll_s, out, selection = "fastest", nccl_env_s;
-  bool force = false;
+  bool force = false, allow_poor = false;
   Format fmt;
   ArgParser p("lgreco net calibrate", "Fit the network model's parameters for a topology to nccl-tests results (standard "
                                       "all_reduce_perf/all_gather_perf output or the TSV form) and save them as a fit JSON.");
@@ -80,6 +80,7 @@ int run_calibrate(const std::vector<std::string>& args) {
       .option("--nccl-env", &nccl_env_s, "VARS", "the NCCL restrictions the sweep ran under, e.g. 'NCCL_ALGO=Ring' (default: none)")
       .option("--output", &out, "FILE", "fit JSON to write", true, "-o")
       .flag("--force", &force, "overwrite an existing output")
+      .flag("--allow-poor-fit", &allow_poor, "write the calibration even when it misses its own sweep by more than a typical factor 1.65")
       .format(&fmt);
   if (!p.parse(args)) return 0;
   const Overwrite policy = force ? Overwrite::kAllow : Overwrite::kRefuse;
@@ -90,6 +91,16 @@ int run_calibrate(const std::vector<std::string>& args) {
   const net::NcclEnv env = nccl_env_option(nccl_env_s);
   const net::Selection sel = net::parse_selection(selection, "--selection");
   const net::FitResult fit = net::fit_model(t, ranks, c, run.points, sel, env);
+  if (fit.rms_log_error > net::kPoorFitRmsLn && !allow_poor) {
+    const net::FitPoint* w = &fit.points.front();
+    for (const auto& q : fit.points)
+      if (std::abs(std::log(q.predicted_s / q.measured_s)) > std::abs(std::log(w->predicted_s / w->measured_s))) w = &q;
+    char what[200];
+    std::snprintf(what, sizeof what, "the calibrated model misses the sweep by a typical factor %.3g (rms ln-error %.3g > %.2g; worst %+.1f %% at %.0f B)",
+                  std::exp(fit.rms_log_error), fit.rms_log_error, net::kPoorFitRmsLn, 100 * (w->predicted_s / w->measured_s - 1), w->size_bytes);
+    throw InputError(file + ": " + what + ": is it " + lgreco::to_string(c) + " on " + std::to_string(ranks) + " ranks of " + topology +
+                     "? (--allow-poor-fit writes it anyway)");
+  }
   std::vector<std::filesystem::path> inputs{file};
   if (std::error_code ec; std::filesystem::is_regular_file(topology, ec)) inputs.push_back(topology);
   const Json config{{"source", file}, {"topology", topology}, {"ranks", ranks}, {"collective", lgreco::to_string(c)}, {"selection", selection},

@@ -583,6 +583,9 @@ CASES += [
 
     # --- nccl-tests logs ---------------------------------------------------------------------------
     C("nccl-empty-file", CALIBRATE, ["sweep.log"], make=text("sweep.log", "")),
+    # Times that fall as the size grows: no model fits them, and no calibration of them is written.
+    C("nccl-calibrate-poor-fit", CALIBRATE, ["sweep.log", "typical factor", "--allow-poor-fit"],
+      make=sweep([(2**k, round(1e7 / 2**k, 3)) for k in range(10, 30, 2)])),
     C("nccl-time-negative", CALIBRATE, ["sweep.log", "-3"], make=sweep([(1024, 20), (4096, -3), (16384, 30), (65536, 40)])),
     C("nccl-time-zero", CALIBRATE, ["sweep.log", "time"], make=sweep([(1024, 20), (4096, 0), (16384, 30), (65536, 40)])),
     C("nccl-size-fraction", VALIDATE_NET, ["sweep.log:4", "size", "1.5"], make=sweep([(1.5, 20), (4096, 25)])),

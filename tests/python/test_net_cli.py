@@ -78,6 +78,26 @@ def test_calibrate_then_predict(lgreco, shared_dir, tmp_path):
     assert f"Simple.bw_multiplier x{se['Simple.bw_multiplier']:.3g}" in line
 
 
+def test_calibrate_writes_the_corpus_worst_sweep_and_refuses_one_no_model_fits(lgreco, tmp_path):
+    """The poor-fit bar (net::kPoorFitRmsLn, 0.5) sits above every real sweep of the corpus: the one that
+    calibrates worst on its own topology (h100-xe9680's 16-rank allreduce, rms 0.263) is written; a sweep
+    whose times fall as the size doubles is refused and nothing is written."""
+    rows = [l.split("\t") for l in (REPO / "tests" / "data" / "network" / "h100-xe9680-2node-ib-nccltests.tsv").read_text().splitlines()
+            if l.startswith("allreduce\t16\t")]
+    sweep = tmp_path / "xe9680.tsv"
+    sweep.write_text("size_bytes\ttime_us\n" + "".join(f"{r[2]}\t{r[3]}\n" for r in rows))
+    out = tmp_path / "fit.json"
+    lgreco("net", "calibrate", sweep, "--topology", "2x8xH100-8x400G", "--ranks", "16", "--collective", "allreduce", "-o", out, check=True)
+    assert 0.2 < json.loads(out.read_text())["fit_quality"]["rms_log_error"] < 0.5
+    falling = tmp_path / "falling.tsv"
+    falling.write_text("size_bytes\ttime_us\n" + "".join(f"{2**k}\t{1e7 / 2**k}\n" for k in range(10, 30, 2)))
+    p = lgreco("net", "calibrate", falling, "--topology", "dgx-a100", "--collective", "allreduce", "--ranks", "8", "-o", tmp_path / "f.json")
+    assert p.returncode == 1 and "typical factor" in p.stderr and not (tmp_path / "f.json").exists()
+    lgreco("net", "calibrate", falling, "--topology", "dgx-a100", "--collective", "allreduce", "--ranks", "8", "-o", tmp_path / "f.json",
+           "--allow-poor-fit", check=True)
+    assert json.loads((tmp_path / "f.json").read_text())["fit_quality"]["rms_log_error"] > 5
+
+
 def test_unparseable_log(lgreco, tmp_path):
     bad = tmp_path / "bad.txt"
     bad.write_text("# nThread 1 nGpus 8\n   8388608   2097152 float sum -1 garbage\n")
