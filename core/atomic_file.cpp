@@ -54,6 +54,27 @@ void discard_pending_outputs() noexcept {
   }
 }
 
+void refuse_output_over_inputs(const fs::path& dest, const std::vector<fs::path>& inputs) {
+  std::error_code ec;
+  if (dest.empty() || !fs::exists(dest, ec)) return;
+  for (const auto& in : inputs) {
+    if (in.empty() || !fs::exists(in, ec)) continue;
+    if (fs::equivalent(dest, in, ec)) {
+      throw UsageError("output " + quote_name(dest.string()) + " is the input " + quote_name(in.string()) +
+                       "; write the result elsewhere (--force does not replace an input)");
+    }
+  }
+}
+
+void refuse_same_outputs(const fs::path& a, const fs::path& b) {
+  if (a.empty() || b.empty()) return;
+  std::error_code ec, ec2;
+  const fs::path ca = fs::weakly_canonical(fs::absolute(a, ec), ec), cb = fs::weakly_canonical(fs::absolute(b, ec2), ec2);
+  if ((!ec && !ec2 && ca == cb) || a == b) {
+    throw UsageError("outputs " + quote_name(a.string()) + " and " + quote_name(b.string()) + " are the same file; name two files");
+  }
+}
+
 void check_writable_destination(const fs::path& dest, Overwrite policy) {
   if (dest.empty()) throw ConfigError("output path is empty");
   const std::string name = quote_name(dest.string());

@@ -8,6 +8,7 @@
 /// discard_pending_outputs() removes them all with unlink() only, so a second Ctrl-C that ends the
 /// process at once still leaves no temporary file behind.
 #include <filesystem>
+#include <vector>
 #include <fstream>
 #include <string>
 
@@ -65,6 +66,14 @@ void write_file_atomic(const std::filesystem::path& dest, const std::string& con
 
 /// Throws ConfigError when `dest` exists and policy is kRefuse (checked before long work starts).
 void check_writable_destination(const std::filesystem::path& dest, Overwrite policy);
+
+/// Throws UsageError when `dest` is one of `inputs` (the same file, by name or by link), with --force too: a
+/// result written over what it was computed from would lose that input. Inputs that are not files (preset
+/// names, empty strings) are skipped. Every command that writes a file checks its inputs with it.
+void refuse_output_over_inputs(const std::filesystem::path& dest, const std::vector<std::filesystem::path>& inputs);
+
+/// Throws UsageError when two outputs of one command name the same file (the second would replace the first).
+void refuse_same_outputs(const std::filesystem::path& a, const std::filesystem::path& b);
 
 /// Removes every registered temporary file (those of AtomicPaths neither committed nor discarded).
 /// Async-signal-safe: for a signal handler that ends the process with _exit().

@@ -27,6 +27,7 @@ int run_export(const std::vector<std::string>& args) {
   if (!p.parse(args)) return 0;
   if (to != "torch-hook" && to != "cgx" && to != "csv") throw UsageError("--to '" + to + "': expected torch-hook, cgx or csv");
   const Overwrite policy = force ? Overwrite::kAllow : Overwrite::kRefuse;
+  refuse_output_over_inputs(out, {path});
   if (!out.empty()) check_writable_destination(out, policy);
   const Schedule s = read_schedule(path);
   if (const auto issues = check_schedule(s); !issues.empty()) {

@@ -84,6 +84,7 @@ int run_calibrate(const std::vector<std::string>& args) {
       .format(&fmt);
   if (!p.parse(args)) return 0;
   const Overwrite policy = force ? Overwrite::kAllow : Overwrite::kRefuse;
+  refuse_output_over_inputs(out, {file, topology});
   check_writable_destination(out, policy);
   const net::NcclTestsRun run = net::load_nccl_tests(file);
   const auto [ranks, c] = run_shape(file, run, ranks_s, coll_s);
@@ -250,7 +251,15 @@ int validate_corpus_dir(const std::string& dir, bool holdout, bool refit, bool e
                         Format fmt) {
   // The output is refused before the two minutes of fits when it exists and --force is not given.
   std::optional<AtomicFile> bands_file;
-  if (!bands_out.empty()) bands_file.emplace(bands_out, force ? Overwrite::kAllow : Overwrite::kRefuse);
+  if (!bands_out.empty()) {
+    // Not over one of the corpus' own files (its measurements or topologies), --force or not.
+    std::vector<std::filesystem::path> inputs;
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(dir, ec))
+      if (e.is_regular_file(ec)) inputs.push_back(e.path());
+    refuse_output_over_inputs(bands_out, inputs);
+    bands_file.emplace(bands_out, force ? Overwrite::kAllow : Overwrite::kRefuse);
+  }
   const auto files = net::prepare_corpus(net::load_corpus_dir(dir));
   Json rows = Json::array(), systems = Json::array(), constants = Json::object(), fit_json = nullptr;
   net::CorpusConstants k = net::corpus_constants();

@@ -137,15 +137,6 @@ void refuse_infeasible(const std::vector<WindowPlan>& plans, const std::string& 
   }
 }
 
-// The output must not be one of the inputs (even with --force).
-void refuse_overwriting_inputs(const std::string& out, const std::vector<std::filesystem::path>& inputs) {
-  if (out.empty()) return;
-  std::error_code ec;
-  for (const auto& in : inputs) {
-    if (std::filesystem::exists(out, ec) && std::filesystem::equivalent(out, in, ec))
-      throw UsageError("output '" + out + "' is the input '" + in.string() + "'; write the result elsewhere");
-  }
-}
 
 // With the presets, how far off to expect the step times' network part (error_bands.hpp; every size band:
 // buckets of every size); nothing with a calibration or the plain ring model.
@@ -313,8 +304,9 @@ int run_plan(const std::vector<std::string>& args) {
   const Overwrite policy = f.force ? Overwrite::kAllow : Overwrite::kRefuse;
   std::vector<std::filesystem::path> inputs{trace ? la.trace : f.tables};
   if (fit_doc) inputs.push_back(f.network_fit);
-  refuse_overwriting_inputs(f.out, inputs);
-  refuse_overwriting_inputs(tables_out, inputs);
+  // No output over any file the command reads (the topology and kernel profile too), nor both outputs in one file.
+  for (const std::string& out : {f.out, tables_out}) refuse_output_over_inputs(out, {inputs[0], f.network_fit, f.topology, kt.profile});
+  refuse_same_outputs(f.out, tables_out);
   if (!f.out.empty()) check_writable_destination(f.out, policy);
   if (!tables_out.empty()) check_writable_destination(tables_out, policy);
   if (cluster) {

@@ -76,6 +76,7 @@ int run_convert(const std::vector<std::string>& args) {
       .flag("--force", &force, "overwrite an existing output file");
   if (!p.parse(args)) return 0;
   const Overwrite policy = force ? Overwrite::kAllow : Overwrite::kRefuse;
+  refuse_output_over_inputs(out, {in});
   check_writable_destination(out, policy);
   const Tables t = read_input_tables(in);
   PendingTables pending(t, out, policy);

@@ -104,6 +104,7 @@ int run_whatif(const std::vector<std::string>& args) {
   p.format(&fmt, true);
   if (!p.parse(args)) return 0;
   const Overwrite policy = force ? Overwrite::kAllow : Overwrite::kRefuse;
+  refuse_output_over_inputs(plot, {a.trace, tables, network_fit, topology, kt.profile});
   if (!plot.empty()) check_writable_destination(plot, policy);
   const auto bws = parse_bandwidths(bandwidth);
   std::vector<int> nodes;

@@ -81,6 +81,23 @@ TEST_CASE("an existing file is kept unless overwriting is allowed") {
   fs::remove_all(d);
 }
 
+TEST_CASE("an output is never an input, by name, by another spelling or by link; two outputs are never one file") {
+  const auto d = fresh_dir("atomic_inputs");
+  const auto in = d / "trace.h5";
+  lgreco::write_file_atomic(in, "recorded", lgreco::Overwrite::kRefuse);
+  fs::create_symlink(in, d / "link.h5");
+  for (const fs::path& out : {in, d / "." / "trace.h5", d / "link.h5"})
+    CHECK_THROWS_AS(lgreco::refuse_output_over_inputs(out, {"", "hgx-h100", in}), lgreco::UsageError);
+  CHECK_THROWS_WITH(lgreco::refuse_output_over_inputs(in, {d / "link.h5"}), Catch::Contains("link.h5") && Catch::Contains("is the input"));
+  lgreco::refuse_output_over_inputs(d / "new.json", {in});  // a new file is no input
+  lgreco::refuse_output_over_inputs("", {in});              // no output
+  CHECK(slurp(in) == "recorded");
+  CHECK_THROWS_AS(lgreco::refuse_same_outputs(d / "o.json", d / "." / "o.json"), lgreco::UsageError);
+  lgreco::refuse_same_outputs(d / "o.json", d / "t.h5");
+  lgreco::refuse_same_outputs(d / "o.json", "");
+  fs::remove_all(d);
+}
+
 TEST_CASE("a missing destination folder is a ConfigError naming it") {
   CHECK_THROWS_AS(lgreco::AtomicPath("/nonexistent-lgreco-dir/x.json", lgreco::Overwrite::kRefuse), lgreco::ConfigError);
 }
