@@ -140,7 +140,15 @@ int run_diff(const std::vector<std::string>& args) {
         pairs.push_back({nullptr, &q, q.label + " (only in B)"});
       }
     }
-    if (!phase.empty() && pairs.empty()) throw ConfigError("no phase labelled '" + phase + "' in either schedule");
+    if (!phase.empty() && pairs.empty()) {
+      auto labels = [](const Schedule& s) {
+        std::string known;
+        for (const auto& ph : s.phases) known += (known.empty() ? "" : ", ") + printable(ph.label);
+        return known;
+      };
+      throw ConfigError("no phase labelled '" + printable(phase) + "' in either schedule (" + a_path + ": " + labels(a) + "; " + b_path + ": " +
+                        labels(*b) + ")");
+    }
   }
   Json out = Json::array();
   std::size_t total = 0;

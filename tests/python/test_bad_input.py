@@ -508,6 +508,8 @@ CASES += [
       make=B.both(copy_of("trace.h5"), deep_json("deep.json"))),
     C("schedule-deep-simulate", ["simulate", "--model", "resnet18", "--topology", TOPO, "--schedule", "{d}/deep.json"],
       ["deep.json", "512"], make=deep_json("deep.json")),
+    C("schedule-diff-phase-unknown", ["schedule", "diff", SCHED, SCHED, "--phase", "plan-99"],
+      ["plan-99", "trace_schedule.json: uniform"], make=copy_of("trace_schedule.json")),
     C("schedule-diff-second-bad", ["schedule", "diff", SCHED, "{d}/b.json"], ["b.json"],
       make=B.both(copy_of("trace_schedule.json"), text("b.json", "{"))),
     C("schedule-layer-not-in-trace", REPLAY, ["trace_schedule.json", "ghost.weight", "not in the trace"],
