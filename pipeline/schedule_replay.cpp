@@ -168,9 +168,8 @@ ScheduleReplay replay_schedule(const sim::GradientSource& source, const planner:
     if (opt.only == "all" || (opt.only == "last" && i + 1 == schedule.phases.size()) || opt.only == label) chosen.push_back(i);
   }
   if (chosen.empty()) {
-    std::string known;
-    for (const auto& p : schedule.phases) known += (known.empty() ? "" : ", ") + printable(p.label);
-    throw ConfigError(origin + ": no phase labelled '" + printable(opt.only) + "' (phases: " + known + "; or scheduled, last, all)");
+    throw ConfigError(origin + ": no phase labelled '" + printable(opt.only) + "' (phases: " + planner::phase_labels(schedule) +
+                      "; or scheduled, last, all)");
   }
   ro.windows_total = bursts.size() * chosen.size();
   for (std::size_t i : chosen) {

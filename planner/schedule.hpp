@@ -90,6 +90,8 @@ std::vector<PhaseChange> diff_phases(const Phase& a, const Phase& b);
 
 /// Finds a phase by label; ConfigError listing the labels.
 const Phase& find_phase(const Schedule& s, const std::string& label);
+/// The phases' labels as messages list them: "uniform, plan-0, plan-1" (control characters escaped).
+std::string phase_labels(const Schedule& s);
 
 /// "k=v;k=v" of all parameters (CSV and tables).
 std::string params_text(const kernels::MethodSpec& m);

@@ -81,12 +81,15 @@ std::vector<PhaseChange> diff_phases(const Phase& a, const Phase& b) {
 }
 
 const Phase& find_phase(const Schedule& s, const std::string& label) {
-  std::string known;
-  for (const auto& p : s.phases) {
+  for (const auto& p : s.phases)
     if (p.label == label) return p;
-    known += (known.empty() ? "" : ", ") + p.label;
-  }
-  throw ConfigError("no phase labelled '" + printable(label) + "' (phases: " + known + ")");
+  throw ConfigError("no phase labelled '" + printable(label) + "' (phases: " + phase_labels(s) + ")");
+}
+
+std::string phase_labels(const Schedule& s) {
+  std::string known;
+  for (const auto& p : s.phases) known += (known.empty() ? "" : ", ") + printable(p.label);
+  return known;
 }
 
 }  // namespace lgreco::planner

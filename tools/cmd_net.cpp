@@ -38,6 +38,14 @@ std::vector<double> parse_sizes(const std::string& text) {
   return out;
 }
 
+// The point the model misses most (|predicted/measured - 1|).
+const net::FitPoint& worst_point(const std::vector<net::FitPoint>& v) {
+  const net::FitPoint* w = &v.front();
+  for (const auto& p : v)
+    if (std::abs(p.predicted_s / p.measured_s - 1) > std::abs(w->predicted_s / w->measured_s - 1)) w = &p;
+  return *w;
+}
+
 // --collective's value; an unknown name is the option's usage error.
 Collective collective_option(const std::string& s) {
   try {
@@ -93,9 +101,7 @@ int run_calibrate(const std::vector<std::string>& args) {
   const net::Selection sel = net::parse_selection(selection, "--selection");
   const net::FitResult fit = net::fit_model(t, ranks, c, run.points, sel, env);
   if (fit.rms_log_error > net::kPoorFitRmsLn && !allow_poor) {
-    const net::FitPoint* w = &fit.points.front();
-    for (const auto& q : fit.points)
-      if (std::abs(std::log(q.predicted_s / q.measured_s)) > std::abs(std::log(w->predicted_s / w->measured_s))) w = &q;
+    const net::FitPoint* w = &worst_point(fit.points);
     char what[200];
     std::snprintf(what, sizeof what, "the calibrated model misses the sweep by a typical factor %.3g (rms ln-error %.3g > %.2g; worst %+.1f %% at %.0f B)",
                   std::exp(fit.rms_log_error), fit.rms_log_error, net::kPoorFitRmsLn, 100 * (w->predicted_s / w->measured_s - 1), w->size_bytes);
@@ -128,13 +134,7 @@ int run_calibrate(const std::vector<std::string>& args) {
     std::printf("standard errors (the value times or divided by): %s\n", se.c_str());
     if (holdout) {
       // Where the model is least certain: the worst held-out size of each direction.
-      auto worst = [](const std::vector<net::FitPoint>& v) {
-        const net::FitPoint* w = &v.front();
-        for (const auto& p : v)
-          if (std::abs(p.predicted_s / p.measured_s - 1) > std::abs(w->predicted_s / w->measured_s - 1)) w = &p;
-        return *w;
-      };
-      const auto a = worst(holdout->even_to_odd), b = worst(holdout->odd_to_even);
+      const auto &a = worst_point(holdout->even_to_odd), &b = worst_point(holdout->odd_to_even);
       std::printf("held-out check (fit on every other size, predict the rest): worst %+.1f %% at %.0f B (even→odd), "
                   "%+.1f %% at %.0f B (odd→even)\n",
                   100 * (a.predicted_s / a.measured_s - 1), a.size_bytes, 100 * (b.predicted_s / b.measured_s - 1), b.size_bytes);
@@ -550,8 +550,7 @@ int run_topology(const std::vector<std::string>& args) {
   p.positional("T", &topology, "preset, cluster spec or topology JSON").option("--ranks", &ranks_s, "N", "ranks (default: every GPU)").format(&fmt);
   if (!p.parse(args)) return 0;
   const net::Topology t = net::resolve_topology(topology);
-  const int ranks = parse_ranks(ranks_s) == 0 ? t.gpus() : parse_ranks(ranks_s);
-  if (ranks > t.gpus()) throw UsageError("--ranks " + ranks_s + ": topology " + printable(t.name) + " has " + std::to_string(t.gpus()) + " GPUs");
+  const int ranks = ranks_on(t, parse_ranks(ranks_s));
   const net::Embedding e = net::embed(t, ranks);
   const auto nics = net::nic_sharing(t);
   Json nic_json = Json::array();

@@ -1,6 +1,7 @@
 // `lgreco plan`: a per-layer compression schedule, from candidate tables (--tables) or from a trace
 // replayed in the closed loop (--trace). Flags in, library calls, text out.
 #include <cstdio>
+#include <array>
 #include <iostream>
 #include <optional>
 
@@ -63,8 +64,11 @@ PlanOptions plan_options(const Flags& f, const ArgParser& p, Json& config) {
   } catch (const ConfigError& e) {
     throw UsageError(std::string("--engine: ") + e.what());
   }
+  // The budget flags in Budget::Kind's order, with their texts.
+  const std::array<std::pair<const char*, const std::string*>, 4> budget_flags{
+      {{"--alpha", &f.alpha}, {"--error-budget", &f.error_budget}, {"--bytes-budget", &f.bytes_budget}, {"--time-budget", &f.time_budget}}};
   int budgets = 0;
-  for (const char* b : {"--alpha", "--error-budget", "--bytes-budget", "--time-budget"}) budgets += p.given(b) ? 1 : 0;
+  for (const auto& [flag, text] : budget_flags) budgets += p.given(flag) ? 1 : 0;
   if (budgets > 1) throw UsageError("lgreco plan: give at most one of --alpha, --error-budget, --bytes-budget, --time-budget");
   if (p.given("--error-budget")) o.budget = {Budget::Kind::kError, parse_double("--error-budget", f.error_budget)};
   else if (p.given("--bytes-budget"))
@@ -73,15 +77,8 @@ PlanOptions plan_options(const Flags& f, const ArgParser& p, Json& config) {
   else o.budget = {Budget::Kind::kAlpha, p.given("--alpha") ? parse_double("--alpha", f.alpha) : 1.0};
   // One rule for the budget (planner::budget_problem), reported against the flag that set it.
   if (const std::string why = planner::budget_value_problem(o.budget); !why.empty()) {
-    const char* flag = o.budget.kind == Budget::Kind::kAlpha   ? "--alpha"
-                       : o.budget.kind == Budget::Kind::kError ? "--error-budget"
-                       : o.budget.kind == Budget::Kind::kBytes ? "--bytes-budget"
-                                                               : "--time-budget";
-    const std::string& text = o.budget.kind == Budget::Kind::kAlpha   ? f.alpha
-                              : o.budget.kind == Budget::Kind::kError ? f.error_budget
-                              : o.budget.kind == Budget::Kind::kBytes ? f.bytes_budget
-                                                                      : f.time_budget;
-    throw UsageError(std::string(flag) + " " + text + ": " + why);
+    const auto& [flag, text] = budget_flags[static_cast<std::size_t>(o.budget.kind)];
+    throw UsageError(std::string(flag) + " " + *text + ": " + why);
   }
   if (const std::string why = planner::budget_problem(o.budget, o.engine); !why.empty()) throw UsageError("--engine " + f.engine + ": " + why);
   // An expression the planner cannot use is the flag's usage error, found before any work.

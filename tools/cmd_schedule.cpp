@@ -141,13 +141,8 @@ int run_diff(const std::vector<std::string>& args) {
       }
     }
     if (!phase.empty() && pairs.empty()) {
-      auto labels = [](const Schedule& s) {
-        std::string known;
-        for (const auto& ph : s.phases) known += (known.empty() ? "" : ", ") + printable(ph.label);
-        return known;
-      };
-      throw ConfigError("no phase labelled '" + printable(phase) + "' in either schedule (" + a_path + ": " + labels(a) + "; " + b_path + ": " +
-                        labels(*b) + ")");
+      throw ConfigError("no phase labelled '" + printable(phase) + "' in either schedule (" + a_path + ": " + phase_labels(a) + "; " + b_path +
+                        ": " + phase_labels(*b) + ")");
     }
   }
   Json out = Json::array();

@@ -37,6 +37,14 @@ inline int parse_ranks(const std::string& s) {
   return static_cast<int>(r);
 }
 
+/// `ranks` (parse_ranks) on topology `t`: every GPU for 0; more than it has is --ranks' usage error.
+inline int ranks_on(const net::Topology& t, int ranks) {
+  if (ranks == 0) return t.gpus();
+  if (ranks > t.gpus())
+    throw UsageError("--ranks " + std::to_string(ranks) + ": topology " + printable(t.name) + " has " + std::to_string(t.gpus()) + " GPUs");
+  return ranks;
+}
+
 /// The model for `topology` at `ranks` ranks (0: every GPU; more than the topology has is --ranks' usage error), with `fit_path` applied when given and the
 /// job's `nccl_env` (--nccl-env text). Appends the files read to `inputs` (for provenance).
 inline net::CollectiveModel resolve_model(const std::string& topology, int ranks, const std::string& fit_path,
@@ -44,9 +52,7 @@ inline net::CollectiveModel resolve_model(const std::string& topology, int ranks
                                           const std::string& nccl_env = {}) {
   net::Topology t = net::resolve_topology(topology);
   if (std::error_code ec; std::filesystem::is_regular_file(topology, ec)) inputs->push_back(topology);
-  if (ranks == 0) ranks = t.gpus();
-  if (ranks > t.gpus())
-    throw UsageError("--ranks " + std::to_string(ranks) + ": topology " + printable(t.name) + " has " + std::to_string(t.gpus()) + " GPUs");
+  ranks = ranks_on(t, ranks);
   net::ModelParams p = net::default_params(t, ranks);
   if (!fit_path.empty()) {
     p = net::params_from_fit(read_json_file(fit_path), fit_path, t, ranks);
